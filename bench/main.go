@@ -1,0 +1,81 @@
+// Command bench measures warden against its ceilings and prints a table (and
+// writes JSON) of each figure beside the limit it is judged against.
+//
+//	go run ./bench             # the full run
+//	go run ./bench -quick      # a few seconds: CI's smoke run
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	"text/tabwriter"
+	"time"
+)
+
+// Figure is one measured number beside its ceiling or aim.
+type Figure struct {
+	Section  string  `json:"section"`
+	Name     string  `json:"name"`
+	Value    float64 `json:"value"`
+	Unit     string  `json:"unit"`
+	Workload string  `json:"workload"`
+	Ceiling  string  `json:"ceiling,omitempty"`
+}
+
+func main() {
+	quick := flag.Bool("quick", false, "a short smoke run (seconds), for CI")
+	out := flag.String("json", "", "also write the figures as JSON to this file")
+	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile here")
+	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
+	ctx := context.Background()
+	cfg := ingestConfig{Deliveries: 20000, Clients: 64, PayloadBytes: 10 << 10, Rate: 1000, RateFor: 5 * time.Second}
+	if *quick {
+		cfg = ingestConfig{Deliveries: 500, Clients: 16, PayloadBytes: 10 << 10, Rate: 200, RateFor: 500 * time.Millisecond}
+	}
+	var figs []Figure
+	f, err := benchIngest(ctx, cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench: ingest:", err)
+		os.Exit(1)
+	}
+	figs = append(figs, f...)
+	fmt.Printf("warden bench — %s, %d CPUs, %s\n\n", time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), runtime.Version())
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SECTION\tFIGURE\tVALUE\tWORKLOAD\tCEILING / AIM")
+	for _, f := range figs {
+		fmt.Fprintf(tw, "%s\t%s\t%s %s\t%s\t%s\n", f.Section, f.Name, formatValue(f.Value), f.Unit, f.Workload, f.Ceiling)
+	}
+	tw.Flush()
+	if *out != "" {
+		b, _ := json.MarshalIndent(figs, "", "  ")
+		if err := os.WriteFile(*out, append(b, '\n'), 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+	}
+}
+
+func formatValue(v float64) string {
+	switch {
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 1:
+		return fmt.Sprintf("%.2f", v)
+	default:
+		return fmt.Sprintf("%.3f", v)
+	}
+}

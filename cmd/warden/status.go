@@ -1,0 +1,40 @@
+package main
+
+import (
+	"html/template"
+	"net/http"
+
+	"github.com/wardenhq/warden/webhooks"
+)
+
+var statusTmpl = template.Must(template.New("status").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>warden status</title>
+<style>body{font-family:system-ui,sans-serif;margin:2rem;max-width:70rem}table{border-collapse:collapse}
+td,th{border:1px solid #ccc;padding:.3rem .6rem;text-align:left;font-size:.9rem}th{background:#f4f4f4}
+.err{color:#a00}</style></head><body>
+<h1>warden</h1>
+<p>Inbox: <strong>{{.Pending}}</strong> waiting, <strong>{{.Dead}}</strong> dead letters. Bot: {{if .Bot}}<code>{{.Bot}}</code>{{else}}<span class="err">identity not yet learned from GET /app</span>{{end}}</p>
+<h2>Dead letters</h2>
+{{if .DeadLetters}}<table><tr><th>delivery</th><th>event</th><th>repository</th><th>tries</th><th>last error</th><th>received</th></tr>
+{{range .DeadLetters}}<tr><td><code>{{.ID}}</code></td><td>{{.Event}}{{if .Action}}.{{.Action}}{{end}}</td><td>{{.Repo}}{{if .Number}}#{{.Number}}{{end}}</td><td>{{.Attempts}}</td><td class="err">{{.LastError}}</td><td>{{.ReceivedAt.Format "2006-01-02 15:04:05Z"}}</td></tr>
+{{end}}</table><p>Retry with <code>warden deliveries retry ID…</code>.</p>{{else}}<p>None.</p>{{end}}
+</body></html>`))
+
+func (svc *service) statusPage(w http.ResponseWriter, r *http.Request) {
+	pending, dead, err := svc.inbox.Counts(r.Context())
+	if err != nil {
+		http.Error(w, "database not answering", http.StatusServiceUnavailable)
+		return
+	}
+	letters, err := svc.inbox.List(r.Context(), true, 100)
+	if err != nil {
+		http.Error(w, "database not answering", http.StatusServiceUnavailable)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	statusTmpl.Execute(w, struct {
+		Pending, Dead int
+		Bot           string
+		DeadLetters   []webhooks.Record
+	}{pending, dead, svc.dispatcher.Bot(), letters})
+}

@@ -1,0 +1,64 @@
+package db
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Migration is one forward step of a component's schema. Steps are applied in
+// Version order, each in its own transaction, and recorded so that each runs
+// once.
+type Migration struct {
+	Version int
+	// SQL is run as one script; on SQLite it may hold several statements.
+	SQL string
+}
+
+// Migrate applies the component's migrations that have not run yet. It is
+// safe to call at every start.
+func (d *DB) Migrate(ctx context.Context, component string, steps []Migration) error {
+	if _, err := d.Write.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		component TEXT NOT NULL,
+		version INTEGER NOT NULL,
+		applied_at INTEGER NOT NULL,
+		PRIMARY KEY (component, version))`); err != nil {
+		return fmt.Errorf("migrate %s: create schema_migrations: %w", component, err)
+	}
+	for i, s := range steps {
+		if i > 0 && s.Version <= steps[i-1].Version {
+			return fmt.Errorf("migrate %s: versions out of order at %d", component, s.Version)
+		}
+		if err := d.apply(ctx, component, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (d *DB) apply(ctx context.Context, component string, s Migration) error {
+	tx, err := d.Write.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("migrate %s v%d: begin: %w", component, s.Version, err)
+	}
+	defer tx.Rollback()
+	var n int
+	if err := tx.QueryRowContext(ctx, `SELECT COUNT(*) FROM schema_migrations WHERE component = $1 AND version = $2`,
+		component, s.Version).Scan(&n); err != nil {
+		return fmt.Errorf("migrate %s v%d: %w", component, s.Version, err)
+	}
+	if n > 0 {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, s.SQL); err != nil {
+		return fmt.Errorf("migrate %s v%d: %w", component, s.Version, err)
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (component, version, applied_at) VALUES ($1, $2, $3)`,
+		component, s.Version, time.Now().Unix()); err != nil {
+		return fmt.Errorf("migrate %s v%d: record: %w", component, s.Version, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("migrate %s v%d: commit: %w", component, s.Version, err)
+	}
+	return nil
+}

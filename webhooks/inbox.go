@@ -1,0 +1,488 @@
+package webhooks
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/klauspost/compress/s2"
+
+	"github.com/wardenhq/warden/internal/db"
+)
+
+// Delivery states in the inbox.
+const (
+	StatePending = "pending" // waiting to be processed, or for its next retry
+	StateDone    = "done"    // processed; kept for de-duplication until pruned
+	StateDead    = "dead"    // failed its last try; shown to operators, retryable
+)
+
+// AcceptResult says what the inbox did with a delivery.
+type AcceptResult int
+
+// The outcomes of Accept.
+const (
+	Stored    AcceptResult = iota // new, durable, queued
+	Duplicate                     // already in the inbox and not a dead letter
+	Requeued                      // was a dead letter; queued again
+)
+
+func (r AcceptResult) String() string {
+	switch r {
+	case Stored:
+		return "stored"
+	case Duplicate:
+		return "duplicate"
+	case Requeued:
+		return "requeued"
+	}
+	return "unknown"
+}
+
+// Incoming is a verified delivery on its way into the inbox.
+type Incoming struct {
+	ID         string // X-GitHub-Delivery
+	Event      string // X-GitHub-Event
+	HookID     string // X-GitHub-Hook-ID, may be empty
+	Payload    []byte
+	ReceivedAt time.Time
+}
+
+// ErrClosed is returned by Accept after Close.
+var ErrClosed = errors.New("inbox is closed")
+
+// ErrNotPending is returned when a delivery left the pending state under a
+// worker (an operator or another process changed it).
+var ErrNotPending = errors.New("delivery is no longer pending")
+
+var inboxMigrations = []db.Migration{{Version: 1, SQL: `
+CREATE TABLE inbox (
+	seq INTEGER PRIMARY KEY AUTOINCREMENT,
+	delivery_id TEXT NOT NULL UNIQUE,
+	event TEXT NOT NULL,
+	hook_id TEXT NOT NULL DEFAULT '',
+	payload BLOB NOT NULL,
+	encoding TEXT NOT NULL DEFAULT '',
+	received_at INTEGER NOT NULL,
+	state TEXT NOT NULL DEFAULT 'pending',
+	attempts INTEGER NOT NULL DEFAULT 0,
+	next_attempt_at INTEGER NOT NULL,
+	last_error TEXT NOT NULL DEFAULT '',
+	done_at INTEGER,
+	outcome TEXT NOT NULL DEFAULT '',
+	action TEXT NOT NULL DEFAULT '',
+	installation_id INTEGER NOT NULL DEFAULT 0,
+	repo TEXT NOT NULL DEFAULT '',
+	number INTEGER NOT NULL DEFAULT 0,
+	sender TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX inbox_pending ON inbox (next_attempt_at, seq) WHERE state = 'pending';
+CREATE INDEX inbox_dead ON inbox (seq) WHERE state = 'dead';
+CREATE INDEX inbox_done ON inbox (done_at) WHERE state = 'done';
+`}}
+
+// Inbox is the durable delivery inbox. Accept group-commits concurrent
+// deliveries: one writer goroutine gathers every delivery that arrived while
+// the previous commit was being synced and writes them in one transaction, so
+// one fsync acknowledges many deliveries. Payloads are stored S2-compressed
+// (GitHub's JSON shrinks about five-fold), compressed by the caller's
+// goroutine so the single writer only moves bytes.
+type Inbox struct {
+	db       *db.DB
+	reqs     chan *acceptReq
+	closing  chan struct{}
+	stopped  chan struct{}
+	once     sync.Once
+	maxBatch int
+	// afterCommit, when set, is called after each durable batch (the
+	// dispatcher's wake-up).
+	afterCommit func()
+}
+
+type acceptReq struct {
+	in  Incoming
+	res chan acceptRes
+}
+
+type acceptRes struct {
+	r   AcceptResult
+	err error
+}
+
+// OpenInbox migrates the inbox schema and starts its writer.
+func OpenInbox(ctx context.Context, d *db.DB) (*Inbox, error) {
+	if err := d.Migrate(ctx, "inbox", inboxMigrations); err != nil {
+		return nil, err
+	}
+	ib := &Inbox{
+		db:       d,
+		reqs:     make(chan *acceptReq, 4096),
+		closing:  make(chan struct{}),
+		stopped:  make(chan struct{}),
+		maxBatch: 1024,
+	}
+	go ib.writer()
+	return ib, nil
+}
+
+// OnCommit registers f to run after each durable batch. Call before use.
+func (ib *Inbox) OnCommit(f func()) { ib.afterCommit = f }
+
+// Accept stores a verified delivery durably (committed with fsync) and says
+// whether it was new, a duplicate, or a re-queued dead letter. It returns
+// only after the commit, or with an error when nothing is known to be stored.
+func (ib *Inbox) Accept(ctx context.Context, in Incoming) (AcceptResult, error) {
+	// Compress here, in parallel across callers, not in the single writer.
+	in.Payload = s2.Encode(nil, in.Payload)
+	req := &acceptReq{in: in, res: make(chan acceptRes, 1)}
+	select {
+	case <-ib.closing:
+		return 0, ErrClosed
+	default:
+	}
+	select {
+	case ib.reqs <- req:
+	case <-ib.closing:
+		return 0, ErrClosed
+	case <-ctx.Done():
+		return 0, ctx.Err()
+	}
+	select {
+	case r := <-req.res:
+		return r.r, r.err
+	case <-ctx.Done():
+		// The batch may still commit; a redelivery then answers Duplicate.
+		return 0, ctx.Err()
+	}
+}
+
+// Close stops the writer after the batches already queued are written.
+func (ib *Inbox) Close() {
+	ib.once.Do(func() { close(ib.closing) })
+	<-ib.stopped
+}
+
+func (ib *Inbox) writer() {
+	defer close(ib.stopped)
+	batch := make([]*acceptReq, 0, ib.maxBatch)
+	for {
+		var first *acceptReq
+		select {
+		case first = <-ib.reqs:
+		case <-ib.closing:
+			// Fail whatever is still queued: those callers were not acknowledged.
+			for {
+				select {
+				case r := <-ib.reqs:
+					r.res <- acceptRes{err: ErrClosed}
+				default:
+					return
+				}
+			}
+		}
+		batch = append(batch[:0], first)
+	gather:
+		for len(batch) < ib.maxBatch {
+			select {
+			case r := <-ib.reqs:
+				batch = append(batch, r)
+			default:
+				break gather
+			}
+		}
+		results, err := ib.writeBatch(batch)
+		for i, r := range batch {
+			if err != nil {
+				r.res <- acceptRes{err: err}
+			} else {
+				r.res <- acceptRes{r: results[i]}
+			}
+		}
+		if err == nil && ib.afterCommit != nil {
+			ib.afterCommit()
+		}
+	}
+}
+
+func (ib *Inbox) writeBatch(batch []*acceptReq) ([]AcceptResult, error) {
+	// The batch must not be abandoned half-way by a caller's cancellation.
+	ctx := context.Background()
+	tx, err := ib.db.Write.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("inbox: begin: %w", err)
+	}
+	defer tx.Rollback()
+	ins, err := tx.PrepareContext(ctx, `INSERT INTO inbox (delivery_id, event, hook_id, payload, encoding, received_at, next_attempt_at)
+		VALUES ($1, $2, $3, $4, 's2', $5, $5) ON CONFLICT (delivery_id) DO NOTHING`)
+	if err != nil {
+		return nil, fmt.Errorf("inbox: prepare insert: %w", err)
+	}
+	defer ins.Close()
+	var requeue *sql.Stmt
+	results := make([]AcceptResult, len(batch))
+	for i, r := range batch {
+		ms := r.in.ReceivedAt.UnixMilli()
+		res, err := ins.ExecContext(ctx, r.in.ID, r.in.Event, r.in.HookID, r.in.Payload, ms)
+		if err != nil {
+			return nil, fmt.Errorf("inbox: insert %s: %w", r.in.ID, err)
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			results[i] = Stored
+			continue
+		}
+		if requeue == nil {
+			requeue, err = tx.PrepareContext(ctx, `UPDATE inbox SET state = 'pending', attempts = 0,
+				next_attempt_at = $1, last_error = '' WHERE delivery_id = $2 AND state = 'dead'`)
+			if err != nil {
+				return nil, fmt.Errorf("inbox: prepare requeue: %w", err)
+			}
+			defer requeue.Close()
+		}
+		res, err = requeue.ExecContext(ctx, ms, r.in.ID)
+		if err != nil {
+			return nil, fmt.Errorf("inbox: requeue %s: %w", r.in.ID, err)
+		}
+		if n, _ := res.RowsAffected(); n == 1 {
+			results[i] = Requeued
+		} else {
+			results[i] = Duplicate
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("inbox: commit: %w", err)
+	}
+	return results, nil
+}
+
+// Pending is a due delivery as the dispatcher first sees it.
+type Pending struct {
+	Seq        int64
+	ID         string
+	Event      string
+	Attempts   int
+	ReceivedAt time.Time
+}
+
+// Due lists up to limit pending deliveries whose next attempt is due at now,
+// in receipt order.
+func (ib *Inbox) Due(ctx context.Context, now time.Time, limit int) ([]Pending, error) {
+	rows, err := ib.db.Read.QueryContext(ctx, `SELECT seq, delivery_id, event, attempts, received_at FROM inbox
+		WHERE state = 'pending' AND next_attempt_at <= $1 ORDER BY seq LIMIT $2`, now.UnixMilli(), limit)
+	if err != nil {
+		return nil, fmt.Errorf("inbox: list due: %w", err)
+	}
+	defer rows.Close()
+	var out []Pending
+	for rows.Next() {
+		var p Pending
+		var ms int64
+		if err := rows.Scan(&p.Seq, &p.ID, &p.Event, &p.Attempts, &ms); err != nil {
+			return nil, fmt.Errorf("inbox: scan due: %w", err)
+		}
+		p.ReceivedAt = time.UnixMilli(ms)
+		out = append(out, p)
+	}
+	return out, rows.Err()
+}
+
+// NextDue returns when the earliest pending delivery becomes due, if any.
+func (ib *Inbox) NextDue(ctx context.Context) (time.Time, bool, error) {
+	var ms sql.NullInt64
+	err := ib.db.Read.QueryRowContext(ctx, `SELECT MIN(next_attempt_at) FROM inbox WHERE state = 'pending'`).Scan(&ms)
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("inbox: next due: %w", err)
+	}
+	if !ms.Valid {
+		return time.Time{}, false, nil
+	}
+	return time.UnixMilli(ms.Int64), true, nil
+}
+
+// Payload loads a delivery's body as GitHub sent it.
+func (ib *Inbox) Payload(ctx context.Context, seq int64) ([]byte, error) {
+	var p []byte
+	var enc string
+	if err := ib.db.Read.QueryRowContext(ctx, `SELECT payload, encoding FROM inbox WHERE seq = $1`, seq).Scan(&p, &enc); err != nil {
+		return nil, fmt.Errorf("inbox: load payload of #%d: %w", seq, err)
+	}
+	switch enc {
+	case "":
+		return p, nil
+	case "s2":
+		out, err := s2.Decode(nil, p)
+		if err != nil {
+			return nil, fmt.Errorf("inbox: payload of #%d is corrupt: %w", seq, err)
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("inbox: payload of #%d has unknown encoding %q", seq, enc)
+}
+
+// Commit is a handler's local writes, applied in the same transaction that
+// marks its delivery done: either both happen or neither, so a crash can
+// never apply a delivery's local effects twice.
+type Commit func(ctx context.Context, tx *sql.Tx) error
+
+// Complete marks a pending delivery done with its outcome, running commit in
+// the same transaction. If the delivery is no longer pending nothing is
+// written and ErrNotPending is returned.
+func (ib *Inbox) Complete(ctx context.Context, seq int64, m Meta, outcome string, commit Commit) error {
+	tx, err := ib.db.Write.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("inbox: begin complete #%d: %w", seq, err)
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, `UPDATE inbox SET state = 'done', done_at = $1, attempts = attempts + 1,
+		outcome = $2, last_error = '', action = $3, installation_id = $4, repo = $5, number = $6, sender = $7
+		WHERE seq = $8 AND state = 'pending'`,
+		time.Now().UnixMilli(), outcome, m.Action, m.Installation, m.Repo, m.Number, m.Sender, seq)
+	if err != nil {
+		return fmt.Errorf("inbox: complete #%d: %w", seq, err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return ErrNotPending
+	}
+	if commit != nil {
+		if err := commit(ctx, tx); err != nil {
+			return fmt.Errorf("apply effects of #%d: %w", seq, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("inbox: commit complete #%d: %w", seq, err)
+	}
+	return nil
+}
+
+// Fail records a failed try: the delivery is retried at next, or becomes a
+// dead letter when dead is true.
+func (ib *Inbox) Fail(ctx context.Context, seq int64, m Meta, cause string, next time.Time, dead bool) error {
+	state := StatePending
+	if dead {
+		state = StateDead
+	}
+	if len(cause) > 2000 {
+		cause = cause[:2000]
+	}
+	res, err := ib.db.Write.ExecContext(ctx, `UPDATE inbox SET state = $1, attempts = attempts + 1, last_error = $2,
+		next_attempt_at = $3, action = $4, installation_id = $5, repo = $6, number = $7, sender = $8
+		WHERE seq = $9 AND state = 'pending'`,
+		state, cause, next.UnixMilli(), m.Action, m.Installation, m.Repo, m.Number, m.Sender, seq)
+	if err != nil {
+		return fmt.Errorf("inbox: record failure of #%d: %w", seq, err)
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return ErrNotPending
+	}
+	return nil
+}
+
+// Record is one row of the inbox as operators see it.
+type Record struct {
+	Seq        int64     `json:"seq"`
+	ID         string    `json:"id"`
+	Event      string    `json:"event"`
+	Action     string    `json:"action,omitempty"`
+	Repo       string    `json:"repo,omitempty"`
+	Number     int       `json:"number,omitempty"`
+	Sender     string    `json:"sender,omitempty"`
+	State      string    `json:"state"`
+	Attempts   int       `json:"attempts"`
+	Outcome    string    `json:"outcome,omitempty"`
+	LastError  string    `json:"lastError,omitempty"`
+	ReceivedAt time.Time `json:"receivedAt"`
+	NextTry    time.Time `json:"nextTry"`
+}
+
+// List returns the most recent deliveries (newest first), only dead letters
+// when failed is true.
+func (ib *Inbox) List(ctx context.Context, failed bool, limit int) ([]Record, error) {
+	q := `SELECT seq, delivery_id, event, action, repo, number, sender, state, attempts, outcome, last_error,
+		received_at, next_attempt_at FROM inbox`
+	if failed {
+		q += ` WHERE state = 'dead'`
+	}
+	q += ` ORDER BY seq DESC LIMIT $1`
+	rows, err := ib.db.Read.QueryContext(ctx, q, limit)
+	if err != nil {
+		return nil, fmt.Errorf("inbox: list: %w", err)
+	}
+	defer rows.Close()
+	var out []Record
+	for rows.Next() {
+		var r Record
+		var recv, next int64
+		if err := rows.Scan(&r.Seq, &r.ID, &r.Event, &r.Action, &r.Repo, &r.Number, &r.Sender, &r.State,
+			&r.Attempts, &r.Outcome, &r.LastError, &recv, &next); err != nil {
+			return nil, fmt.Errorf("inbox: list: %w", err)
+		}
+		r.ReceivedAt, r.NextTry = time.UnixMilli(recv).UTC(), time.UnixMilli(next).UTC()
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// Retry re-queues dead letters by delivery id. Every id must name a dead
+// letter; otherwise nothing is changed and the error names each bad id.
+func (ib *Inbox) Retry(ctx context.Context, ids []string) error {
+	if len(ids) == 0 {
+		return errors.New("retry: no delivery ids given")
+	}
+	tx, err := ib.db.Write.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("retry: begin: %w", err)
+	}
+	defer tx.Rollback()
+	var bad []string
+	now := time.Now().UnixMilli()
+	for _, id := range ids {
+		var state string
+		err := tx.QueryRowContext(ctx, `SELECT state FROM inbox WHERE delivery_id = $1`, id).Scan(&state)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			bad = append(bad, fmt.Sprintf("%s: no such delivery", id))
+			continue
+		case err != nil:
+			return fmt.Errorf("retry %s: %w", id, err)
+		case state != StateDead:
+			bad = append(bad, fmt.Sprintf("%s: is %s, not a dead letter", id, state))
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE inbox SET state = 'pending', attempts = 0, next_attempt_at = $1,
+			last_error = '' WHERE delivery_id = $2`, now, id); err != nil {
+			return fmt.Errorf("retry %s: %w", id, err)
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("retry refused, nothing changed: %s", strings.Join(bad, "; "))
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("retry: commit: %w", err)
+	}
+	return nil
+}
+
+// Counts returns how many deliveries are pending and dead.
+func (ib *Inbox) Counts(ctx context.Context) (pending, dead int, err error) {
+	err = ib.db.Read.QueryRowContext(ctx, `SELECT
+		(SELECT COUNT(*) FROM inbox WHERE state = 'pending'),
+		(SELECT COUNT(*) FROM inbox WHERE state = 'dead')`).Scan(&pending, &dead)
+	if err != nil {
+		return 0, 0, fmt.Errorf("inbox: count: %w", err)
+	}
+	return pending, dead, nil
+}
+
+// Prune deletes processed deliveries finished before cutoff. Their ids stop
+// de-duplicating then, so cutoff must lie beyond GitHub's redelivery window.
+func (ib *Inbox) Prune(ctx context.Context, cutoff time.Time) (int64, error) {
+	res, err := ib.db.Write.ExecContext(ctx, `DELETE FROM inbox WHERE state = 'done' AND done_at < $1`, cutoff.UnixMilli())
+	if err != nil {
+		return 0, fmt.Errorf("inbox: prune: %w", err)
+	}
+	n, _ := res.RowsAffected()
+	return n, nil
+}
