@@ -295,4 +295,3 @@ func waitDrained(t *testing.T, path string) {
 	}
 	t.Fatal("inbox did not drain within 60s")
 }
-
