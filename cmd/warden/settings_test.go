@@ -1,0 +1,189 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+var testKey = sync.OnceValue(func() []byte {
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		panic(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)})
+})
+
+func mapEnv(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func loadWith(t *testing.T, envs map[string]string, args []string, need ...string) (*Settings, error) {
+	t.Helper()
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	fs.SetOutput(&bytes.Buffer{})
+	load := settingsFlags(fs, mapEnv(envs))
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return load(need...)
+}
+
+func TestSettingsDefaults(t *testing.T) {
+	s, err := loadWith(t, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Listen != ":8080" || s.AdminListen != "127.0.0.1:9090" || s.Database != "sqlite:warden.db" ||
+		s.GitHubAPIURL != "https://api.github.com/" || s.Region != "local" || s.LeaseDefault != 30*time.Second ||
+		s.LeaseMax != 30*time.Minute || s.Quarantine != time.Hour || s.ReconcileInterval != 10*time.Minute {
+		t.Fatalf("defaults differ from CONTRACT.md §2: %+v", s)
+	}
+}
+
+func TestSettingsFlagOverridesEnv(t *testing.T) {
+	s, err := loadWith(t, map[string]string{"WARDEN_LISTEN": ":1", "WARDEN_REGION": "eu"}, []string{"--listen", "127.0.0.1:7000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Listen != "127.0.0.1:7000" || s.Region != "eu" {
+		t.Fatalf("got listen %q region %q", s.Listen, s.Region)
+	}
+}
+
+func TestSettingsParsesLists(t *testing.T) {
+	s, err := loadWith(t, map[string]string{
+		"WARDEN_AGENTS":     "bot-one, worker-7[bot]",
+		"WARDEN_API_TOKENS": "pm:aaaaaaaaaaaaaaaaaaaa:pm,alice:bbbbbbbbbbbbbbbbbbbb:human:o/r+o/s",
+		"WARDEN_MCP_REPOS":  "lattice=o/r",
+		"WARDEN_GITHUB_API_URL": "http://127.0.0.1:9/api",
+	}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Agents) != 2 || s.Agents[1] != "worker-7[bot]" {
+		t.Fatalf("agents %q", s.Agents)
+	}
+	if len(s.APITokens) != 2 || s.APITokens[1].Role != "human" || len(s.APITokens[1].Repos) != 2 {
+		t.Fatalf("tokens %+v", s.APITokens)
+	}
+	if s.MCPRepos["lattice"] != "o/r" {
+		t.Fatalf("mcp repos %v", s.MCPRepos)
+	}
+	if s.GitHubAPIURL != "http://127.0.0.1:9/api/" {
+		t.Fatalf("api url %q", s.GitHubAPIURL)
+	}
+}
+
+func TestSettingsRefusals(t *testing.T) {
+	keyFile := filepath.Join(t.TempDir(), "key.pem")
+	os.WriteFile(keyFile, testKey(), 0o600)
+	secretToken := "s3cr3t-token-value-xyz"
+	cases := []struct {
+		name string
+		env  map[string]string
+		need []string
+		want string // in the error
+	}{
+		{"listen", map[string]string{"WARDEN_LISTEN": "8080"}, nil, "WARDEN_LISTEN"},
+		{"admin", map[string]string{"WARDEN_ADMIN_LISTEN": "localhost"}, nil, "WARDEN_ADMIN_LISTEN"},
+		{"database", map[string]string{"WARDEN_DATABASE": "mysql://x"}, nil, "WARDEN_DATABASE"},
+		{"api url", map[string]string{"WARDEN_GITHUB_API_URL": "ftp://x"}, nil, "WARDEN_GITHUB_API_URL"},
+		{"region", map[string]string{"WARDEN_REGION": "eu west"}, nil, "WARDEN_REGION"},
+		{"lease", map[string]string{"WARDEN_LEASE_DEFAULT": "soon"}, nil, "WARDEN_LEASE_DEFAULT"},
+		{"lease negative", map[string]string{"WARDEN_LEASE_MAX": "-1s"}, nil, "WARDEN_LEASE_MAX"},
+		{"lease order", map[string]string{"WARDEN_LEASE_DEFAULT": "1h", "WARDEN_LEASE_MAX": "30m"}, nil, "longer than WARDEN_LEASE_MAX"},
+		{"quarantine", map[string]string{"WARDEN_QUARANTINE": "0s"}, nil, "WARDEN_QUARANTINE"},
+		{"interval", map[string]string{"WARDEN_RECONCILE_INTERVAL": "10"}, nil, "WARDEN_RECONCILE_INTERVAL"},
+		{"agents", map[string]string{"WARDEN_AGENTS": "good,bad login"}, nil, "WARDEN_AGENTS"},
+		{"token shape", map[string]string{"WARDEN_API_TOKENS": "pm:" + secretToken}, nil, "entry 1"},
+		{"token role", map[string]string{"WARDEN_API_TOKENS": "pm:" + secretToken + ":admin"}, nil, "role \"admin\""},
+		{"token short", map[string]string{"WARDEN_API_TOKENS": "pm:short:pm"}, nil, "at least 16"},
+		{"token dup name", map[string]string{"WARDEN_API_TOKENS": "pm:" + secretToken + ":pm,pm:" + secretToken + "2:pm"}, nil, "used twice"},
+		{"token dup secret", map[string]string{"WARDEN_API_TOKENS": "a:" + secretToken + ":pm,b:" + secretToken + ":worker"}, nil, "same as another"},
+		{"token repo", map[string]string{"WARDEN_API_TOKENS": "pm:" + secretToken + ":pm:norepo"}, nil, "owner/repo"},
+		{"mcp", map[string]string{"WARDEN_MCP_REPOS": "x"}, nil, "WARDEN_MCP_REPOS"},
+		{"app id missing", nil, []string{"app"}, "WARDEN_APP_ID is required"},
+		{"app id bad", map[string]string{"WARDEN_APP_ID": "12a"}, []string{"app"}, "WARDEN_APP_ID"},
+		{"key missing", map[string]string{"WARDEN_APP_ID": "1"}, []string{"app"}, "WARDEN_PRIVATE_KEY"},
+		{"key both", map[string]string{"WARDEN_APP_ID": "1", "WARDEN_PRIVATE_KEY": "x", "WARDEN_PRIVATE_KEY_FILE": keyFile}, []string{"app"}, "only one"},
+		{"key unreadable", map[string]string{"WARDEN_APP_ID": "1", "WARDEN_PRIVATE_KEY_FILE": "/nonexistent/key.pem"}, []string{"app"}, "cannot read"},
+		{"secret missing", map[string]string{"WARDEN_WEBHOOK_SECRET": " , "}, []string{"secret"}, "WARDEN_WEBHOOK_SECRET is required"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := loadWith(t, c.env, nil, c.need...)
+			if err == nil {
+				t.Fatalf("accepted; want an error naming %q", c.want)
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %q does not name %q", err, c.want)
+			}
+			if strings.Contains(err.Error(), secretToken) {
+				t.Fatalf("error leaks a token: %q", err)
+			}
+			if strings.Count(err.Error(), "\n") > 0 {
+				t.Fatalf("error is not one line: %q", err)
+			}
+		})
+	}
+}
+
+// TestServeRefusesBadSettingsWithExit2 runs the command as an operator would.
+func TestServeRefusesBadSettingsWithExit2(t *testing.T) {
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "key.pem")
+	os.WriteFile(keyFile, testKey(), 0o600)
+	badKey := filepath.Join(dir, "bad.pem")
+	os.WriteFile(badKey, []byte("-----BEGIN RSA PRIVATE KEY-----\nZZZKEYMATERIALZZZ\n-----END RSA PRIVATE KEY-----\n"), 0o600)
+	good := map[string]string{"WARDEN_APP_ID": "42", "WARDEN_PRIVATE_KEY_FILE": keyFile, "WARDEN_WEBHOOK_SECRET": "topsecret",
+		"WARDEN_DATABASE": "sqlite:" + filepath.Join(dir, "w.db"), "WARDEN_LISTEN": "127.0.0.1:0", "WARDEN_ADMIN_LISTEN": "127.0.0.1:0"}
+	with := func(k, v string) map[string]string {
+		m := map[string]string{}
+		for a, b := range good {
+			m[a] = b
+		}
+		if v == "" {
+			delete(m, k)
+		} else {
+			m[k] = v
+		}
+		return m
+	}
+	cases := []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"no app id", with("WARDEN_APP_ID", ""), "WARDEN_APP_ID"},
+		{"no secret", with("WARDEN_WEBHOOK_SECRET", ""), "WARDEN_WEBHOOK_SECRET"},
+		{"unreadable key", with("WARDEN_PRIVATE_KEY_FILE", filepath.Join(dir, "missing.pem")), "WARDEN_PRIVATE_KEY_FILE"},
+		{"bad key", with("WARDEN_PRIVATE_KEY_FILE", badKey), "GitHub App"},
+		{"unreachable database", with("WARDEN_DATABASE", "sqlite:"+filepath.Join(dir, "no", "such", "dir", "w.db")), "WARDEN_DATABASE"},
+		{"port taken", with("WARDEN_LISTEN", "256.0.0.1:1"), "WARDEN_LISTEN"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := run(context.Background(), []string{"serve"}, mapEnv(c.env), &out, &errb)
+			if code != exitSetting {
+				t.Fatalf("exit %d, want 2; stderr %q", code, errb.String())
+			}
+			msg := errb.String()
+			if strings.Count(msg, "\n") != 1 || !strings.Contains(msg, c.want) {
+				t.Fatalf("want one line naming %q, got %q", c.want, msg)
+			}
+			if strings.Contains(msg, "topsecret") || strings.Contains(msg, "ZZZKEYMATERIAL") {
+				t.Fatalf("stderr leaks a secret: %q", msg)
+			}
+		})
+	}
+}
