@@ -2,10 +2,12 @@ package webhooks
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -97,6 +99,9 @@ func NewDispatcher(ib *Inbox, h Handler, m *Metrics, log *slog.Logger, opt Dispa
 	}
 	if m == nil {
 		m = NewMetrics(nil)
+	}
+	if log == nil {
+		log = slog.Default()
 	}
 	return &Dispatcher{
 		inbox: ib, handler: h, log: log, m: m, opt: opt,
@@ -227,44 +232,56 @@ func (d *Dispatcher) finish(r taskResult) {
 	delete(d.meta, r.seq)
 }
 
-// fill starts handlers for due deliveries while workers are free.
+// fill starts handlers for due deliveries while workers are free. It pages
+// through due deliveries in receipt order, so a backlog about one busy issue
+// never keeps a free worker from another issue's delivery.
 func (d *Dispatcher) fill(ctx, workCtx context.Context, wg *sync.WaitGroup) {
 	free := d.opt.Workers - len(d.inflight)
-	if free <= 0 {
-		return
-	}
-	due, err := d.inbox.Due(ctx, time.Now(), len(d.inflight)+4*d.opt.Workers+64)
-	if err != nil {
-		if ctx.Err() == nil {
-			d.log.Error("dispatcher: list due deliveries", "err", err)
-		}
-		return
-	}
-	for _, p := range due {
-		if free == 0 {
+	now := time.Now()
+	var after int64
+	for scanned := 0; free > 0 && scanned < maxScan; {
+		due, err := d.inbox.Due(ctx, now, after, scanPage)
+		if err != nil {
+			if ctx.Err() == nil {
+				d.log.Error("dispatcher: list due deliveries", "err", err)
+			}
 			return
 		}
-		if d.inflight[p.Seq] {
-			continue
+		for _, p := range due {
+			after = p.Seq
+			if free == 0 {
+				return
+			}
+			if d.inflight[p.Seq] {
+				continue
+			}
+			m, payload, ok := d.metaFor(ctx, p)
+			if !ok || d.busy[m.OrderKey] {
+				continue
+			}
+			d.inflight[p.Seq] = true
+			d.busy[m.OrderKey] = true
+			free--
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				d.process(workCtx, p, m, payload)
+				d.results <- taskResult{seq: p.Seq, key: m.OrderKey}
+			}()
 		}
-		m, payload, ok := d.metaFor(ctx, p)
-		if !ok {
-			continue
+		scanned += len(due)
+		if len(due) < scanPage {
+			return
 		}
-		if d.busy[m.OrderKey] {
-			continue
-		}
-		d.inflight[p.Seq] = true
-		d.busy[m.OrderKey] = true
-		free--
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			d.process(workCtx, p, m, payload)
-			d.results <- taskResult{seq: p.Seq, key: m.OrderKey}
-		}()
 	}
 }
+
+// scanPage and maxScan bound one fill: pages of due deliveries, and how many
+// it looks at before waiting for the next wake-up.
+const (
+	scanPage = 256
+	maxScan  = 100_000
+)
 
 // metaFor returns a pending delivery's routing fields, parsing its payload
 // the first time it is seen. A payload that cannot be parsed is a dead letter.
@@ -305,13 +322,13 @@ func (d *Dispatcher) process(ctx context.Context, p Pending, m Meta, payload []b
 	dv := &Delivery{Seq: p.Seq, ID: p.ID, Event: p.Event, Payload: payload, Attempt: p.Attempts + 1, Meta: m,
 		FromSelf: IsBot(m.Sender, d.Bot())}
 	start := time.Now()
-	res, err := d.handler.Handle(ctx, dv)
+	res, err := safeHandle(ctx, d.handler, dv)
 	if err == nil {
 		outcome := res.Outcome
 		if outcome == "" {
 			outcome = "handled"
 		}
-		err = d.inbox.Complete(ctx, p.Seq, m, outcome, res.Commit)
+		err = d.inbox.Complete(ctx, p.Seq, m, outcome, safeCommit(res.Commit))
 		if err == nil {
 			d.m.Processing.WithLabelValues(p.Event).Observe(time.Since(start).Seconds())
 			d.m.Latency.WithLabelValues(p.Event).Observe(time.Since(p.ReceivedAt).Seconds())
@@ -330,6 +347,32 @@ func (d *Dispatcher) process(ctx context.Context, p Pending, m Meta, payload []b
 	}
 	d.m.Processing.WithLabelValues(p.Event).Observe(time.Since(start).Seconds())
 	d.recordFailure(log, p, m, dv.Attempt, err)
+}
+
+// safeHandle runs a handler, turning a panic into a failed try (retried,
+// then a dead letter) instead of a crash that would repeat at every restart.
+func safeHandle(ctx context.Context, h Handler, dv *Delivery) (res Result, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("handler panicked: %v\n%s", p, debug.Stack())
+		}
+	}()
+	return h.Handle(ctx, dv)
+}
+
+// safeCommit does the same for a handler's local writes.
+func safeCommit(c Commit) Commit {
+	if c == nil {
+		return nil
+	}
+	return func(ctx context.Context, tx *sql.Tx) (err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				err = fmt.Errorf("commit panicked: %v\n%s", p, debug.Stack())
+			}
+		}()
+		return c(ctx, tx)
+	}
 }
 
 func (d *Dispatcher) recordFailure(log *slog.Logger, p Pending, m Meta, attempt int, cause error) {

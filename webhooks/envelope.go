@@ -64,7 +64,9 @@ type checkRef struct {
 }
 
 // ParseMeta reads the routing fields of a delivery of the given event. It
-// fails only when the payload is not a JSON object.
+// fails when the payload is not JSON or a routing field has the wrong type
+// (a "number" that is a string, say): such a delivery cannot be routed safely
+// and becomes a dead letter.
 func ParseMeta(event string, payload []byte) (Meta, error) {
 	var e envelope
 	if err := json.Unmarshal(payload, &e); err != nil {

@@ -154,6 +154,14 @@ func (ib *Inbox) Accept(ctx context.Context, in Incoming) (AcceptResult, error) 
 	select {
 	case r := <-req.res:
 		return r.r, r.err
+	case <-ib.stopped:
+		// Close won the race: the writer may have answered before stopping.
+		select {
+		case r := <-req.res:
+			return r.r, r.err
+		default:
+			return 0, ErrClosed
+		}
 	case <-ctx.Done():
 		// The batch may still commit; a redelivery then answers Duplicate.
 		return 0, ctx.Err()
@@ -268,10 +276,10 @@ type Pending struct {
 }
 
 // Due lists up to limit pending deliveries whose next attempt is due at now,
-// in receipt order.
-func (ib *Inbox) Due(ctx context.Context, now time.Time, limit int) ([]Pending, error) {
+// in receipt order, starting after sequence number after (0 for the first).
+func (ib *Inbox) Due(ctx context.Context, now time.Time, after int64, limit int) ([]Pending, error) {
 	rows, err := ib.db.Read.QueryContext(ctx, `SELECT seq, delivery_id, event, attempts, received_at FROM inbox
-		WHERE state = 'pending' AND next_attempt_at <= $1 ORDER BY seq LIMIT $2`, now.UnixMilli(), limit)
+		WHERE state = 'pending' AND next_attempt_at <= $1 AND seq > $2 ORDER BY seq LIMIT $3`, now.UnixMilli(), after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("inbox: list due: %w", err)
 	}

@@ -232,7 +232,7 @@ func TestInboxDueOrder(t *testing.T) {
 		}
 		return strings.Join(s, ",")
 	}
-	due, err := ib.Due(ctx, now, 10)
+	due, err := ib.Due(ctx, now, 0, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -248,7 +248,7 @@ func TestInboxDueOrder(t *testing.T) {
 		t.Fatalf("Due row fields wrong: %+v", due[:2])
 	}
 	// The limit applies in order.
-	if due2, _ := ib.Due(ctx, now, 2); ids(due2) != "a,b" {
+	if due2, _ := ib.Due(ctx, now, 0, 2); ids(due2) != "a,b" {
 		t.Fatalf("Due(limit 2) = %s, want a,b", ids(due2))
 	}
 
@@ -257,10 +257,10 @@ func TestInboxDueOrder(t *testing.T) {
 	if err := ib.Fail(ctx, due[1].Seq, m, "boom", now.Add(time.Minute), false); err != nil {
 		t.Fatal(err)
 	}
-	if due, _ = ib.Due(ctx, now, 10); ids(due) != "a,c,d" {
+	if due, _ = ib.Due(ctx, now, 0, 10); ids(due) != "a,c,d" {
 		t.Fatalf("Due(now) = %s, want a,c,d", ids(due))
 	}
-	if due, _ = ib.Due(ctx, now.Add(2*time.Minute), 10); ids(due) != "a,b,c,d" {
+	if due, _ = ib.Due(ctx, now.Add(2*time.Minute), 0, 10); ids(due) != "a,b,c,d" {
 		t.Fatalf("Due(now+2m) = %s, want a,b,c,d", ids(due))
 	}
 	if due[1].Attempts != 1 {
@@ -268,7 +268,7 @@ func TestInboxDueOrder(t *testing.T) {
 	}
 	// A delivery received "in the future" is not due before its time.
 	mustAccept(t, ib, Incoming{ID: "e", Event: "issues", Payload: []byte(`{}`), ReceivedAt: now.Add(time.Hour)}, Stored)
-	if due, _ = ib.Due(ctx, now, 10); ids(due) != "a,c,d" {
+	if due, _ = ib.Due(ctx, now, 0, 10); ids(due) != "a,c,d" {
 		t.Fatalf("Due(now) = %s, want a,c,d", ids(due))
 	}
 	next, ok, err := ib.NextDue(ctx)
@@ -410,7 +410,7 @@ func TestInboxFailAndDeadLetters(t *testing.T) {
 		t.Fatalf("Counts = %d, %d, %v; want 0, 1", pending, nDead, err)
 	}
 	// A dead letter is not due.
-	if due, _ := ib.Due(ctx, time.Now().Add(time.Hour), 10); len(due) != 0 {
+	if due, _ := ib.Due(ctx, time.Now().Add(time.Hour), 0, 10); len(due) != 0 {
 		t.Fatalf("a dead letter is due: %+v", due)
 	}
 	// A redelivery re-queues it.
@@ -481,7 +481,7 @@ func TestInboxRetryAllOrNothing(t *testing.T) {
 			t.Fatalf("%s after Retry: %+v", id, r)
 		}
 	}
-	if due, _ := ib.Due(ctx, time.Now().Add(time.Second), 10); len(due) != 3 {
+	if due, _ := ib.Due(ctx, time.Now().Add(time.Second), 0, 10); len(due) != 3 {
 		t.Fatalf("after Retry %d due, want 3 (pend, dead1, dead2)", len(due))
 	}
 	// Retrying them again is refused: they are no longer dead.
@@ -711,5 +711,23 @@ func TestInboxSurvivesReopen(t *testing.T) {
 	mustAccept(t, ib2, incoming("fresh"), Stored)
 	if rs := records(t, ib2); rs["fresh"].Seq <= rs["keep"].Seq {
 		t.Fatalf("seq went backwards after reopen: %d <= %d", rs["fresh"].Seq, rs["keep"].Seq)
+	}
+}
+
+func TestInboxDueAfter(t *testing.T) {
+	_, ib := newTestInbox(t)
+	ctx := context.Background()
+	for _, id := range []string{"a", "b", "c"} {
+		if _, err := ib.Accept(ctx, Incoming{ID: id, Event: "issues", Payload: []byte(`{}`), ReceivedAt: time.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first, _ := ib.Due(ctx, time.Now(), 0, 1)
+	if len(first) != 1 || first[0].ID != "a" {
+		t.Fatalf("first page %+v", first)
+	}
+	rest, _ := ib.Due(ctx, time.Now(), first[0].Seq, 10)
+	if len(rest) != 2 || rest[0].ID != "b" || rest[1].ID != "c" {
+		t.Fatalf("after %d: %+v", first[0].Seq, rest)
 	}
 }

@@ -63,6 +63,9 @@ func NewIngress(inbox Acceptor, m *Metrics, log *slog.Logger, opt IngressOptions
 	if m == nil {
 		m = NewMetrics(nil)
 	}
+	if log == nil {
+		log = slog.Default()
+	}
 	return &Ingress{opt: opt, inbox: inbox, m: m, log: log, reads: make(chan struct{}, opt.MaxConcurrentReads)}
 }
 
@@ -173,7 +176,8 @@ func (g *Ingress) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool
 	defer func() { <-g.reads }()
 	var buf bytes.Buffer
 	if r.ContentLength > 0 {
-		buf.Grow(int(r.ContentLength))
+		// Trust the declared length only so far before the body is authenticated.
+		buf.Grow(int(min(r.ContentLength, 1<<20)))
 	}
 	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, MaxBody))
 	if err != nil {
