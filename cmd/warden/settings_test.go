@@ -61,9 +61,9 @@ func TestSettingsFlagOverridesEnv(t *testing.T) {
 
 func TestSettingsParsesLists(t *testing.T) {
 	s, err := loadWith(t, map[string]string{
-		"WARDEN_AGENTS":     "bot-one, worker-7[bot]",
-		"WARDEN_API_TOKENS": "pm:aaaaaaaaaaaaaaaaaaaa:pm,alice:bbbbbbbbbbbbbbbbbbbb:human:o/r+o/s",
-		"WARDEN_MCP_REPOS":  "lattice=o/r",
+		"WARDEN_AGENTS":         "bot-one, worker-7[bot]",
+		"WARDEN_API_TOKENS":     "pm:aaaaaaaaaaaaaaaaaaaa:pm,alice:bbbbbbbbbbbbbbbbbbbb:human:o/r+o/s",
+		"WARDEN_MCP_REPOS":      "lattice=o/r",
 		"WARDEN_GITHUB_API_URL": "http://127.0.0.1:9/api",
 	}, nil)
 	if err != nil {
