@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,6 +18,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/wardenhq/warden/internal/corpus"
@@ -24,7 +27,8 @@ import (
 )
 
 type ingestConfig struct {
-	Deliveries   int           // for the throughput figures
+	Deliveries   int           // per throughput run
+	Rounds       int           // alternating ceiling/durable runs
 	Clients      int           // concurrent keep-alive connections
 	PayloadBytes int           // payload size
 	Rate         int           // deliveries per second for the latency figure
@@ -36,8 +40,10 @@ var benchSecret = []byte("bench-secret")
 // benchIngest measures durable acceptance through the real ingress and inbox
 // (SQLite, WAL, synchronous=FULL, group commit) against the ceiling: a
 // handler that reads the body, checks the signature and answers. Both run
-// in this process on loopback with the same load generator, so the ratio is
-// the figure. The dispatcher is not running: this is the acknowledgement path.
+// in this process on loopback with the same load generator, alternating for
+// cfg.Rounds rounds (the best of each is kept: the machine is shared, and
+// noise only ever slows a run), so the ratio is the figure. The dispatcher
+// is not running: this is the acknowledgement path.
 func benchIngest(ctx context.Context, cfg ingestConfig) ([]Figure, error) {
 	dir, err := os.MkdirTemp("", "warden-bench-")
 	if err != nil {
@@ -58,11 +64,6 @@ func benchIngest(ctx context.Context, cfg ingestConfig) ([]Figure, error) {
 		}
 		w.WriteHeader(http.StatusAccepted)
 	})
-	ceilRate, _, err := throughput(ceiling, cfg, "ceil")
-	if err != nil {
-		return nil, err
-	}
-
 	d, err := db.Open(ctx, "sqlite:"+filepath.Join(dir, "bench.db"))
 	if err != nil {
 		return nil, err
@@ -73,34 +74,70 @@ func benchIngest(ctx context.Context, cfg ingestConfig) ([]Figure, error) {
 		return nil, err
 	}
 	defer ib.Close()
-	var batches atomic.Int64
-	ib.OnCommit(func() { batches.Add(1) })
+	var commits atomic.Int64
+	ib.OnCommit(func() { commits.Add(1) })
 	ingress := webhooks.NewIngress(ib, nil, log, webhooks.IngressOptions{Secrets: [][]byte{benchSecret}, MaxConcurrentReads: 256})
-	durRate, n, err := throughput(ingress, cfg, "dur")
-	if err != nil {
-		return nil, err
+
+	var ceil, dur run
+	sent := 0
+	for round := 0; round < cfg.Rounds; round++ {
+		c, err := throughput(ceiling, cfg, fmt.Sprintf("ceil%d", round))
+		if err != nil {
+			return nil, err
+		}
+		ceil = ceil.best(c)
+		c0 := commits.Load()
+		r, err := throughput(ingress, cfg, fmt.Sprintf("dur%d", round))
+		if err != nil {
+			return nil, err
+		}
+		r.perCommit = float64(r.n) / float64(max(commits.Load()-c0, 1))
+		dur = dur.best(r)
+		sent += r.n
 	}
-	perCommit := float64(n) / float64(max(batches.Load(), 1))
 	var stored int
 	if err := d.Read.QueryRow(`SELECT COUNT(*) FROM inbox`).Scan(&stored); err != nil {
 		return nil, err
 	}
-	if stored != n {
-		return nil, fmt.Errorf("ingest: %d acknowledged but %d stored", n, stored)
+	if stored != sent {
+		return nil, fmt.Errorf("ingest: %d acknowledged but %d stored", sent, stored)
 	}
 	p50, p99, err := pacedLatency(ingress, cfg)
 	if err != nil {
 		return nil, err
 	}
 	_, source := template()
-	work := fmt.Sprintf("%d deliveries of %d KB (%s), %d clients", cfg.Deliveries, cfg.PayloadBytes>>10, source, cfg.Clients)
+	work := fmt.Sprintf("%d deliveries of %d KB (%s), %d clients, best of %d", cfg.Deliveries, cfg.PayloadBytes>>10, source, cfg.Clients, cfg.Rounds)
+	paced := fmt.Sprintf("%d/s for %s, open loop", cfg.Rate, cfg.RateFor)
 	return []Figure{
-		{"ingest", "durable deliveries accepted", durRate, "/s", work + fmt.Sprintf(", %.0f per commit", perCommit), "aim > 5000/s"},
-		{"ingest", "ceiling (signature check only)", ceilRate, "/s", work, "—"},
-		{"ingest", "durable / ceiling", durRate / ceilRate, "ratio", work, "aim ≥ 0.6"},
-		{"ingest", "ack latency p50", p50.Seconds() * 1000, "ms", fmt.Sprintf("%d/s for %s", cfg.Rate, cfg.RateFor), "GitHub's limit 10,000 ms"},
-		{"ingest", "ack latency p99", p99.Seconds() * 1000, "ms", fmt.Sprintf("%d/s for %s", cfg.Rate, cfg.RateFor), "GitHub's limit 10,000 ms"},
+		{"ingest", "durable deliveries accepted", dur.rate, "/s", work + fmt.Sprintf(", %.0f per commit", dur.perCommit), "aim > 5000/s"},
+		{"ingest", "ceiling (signature check only)", ceil.rate, "/s", work, "—"},
+		{"ingest", "durable / ceiling", dur.rate / ceil.rate, "ratio", work, "aim ≥ 0.6"},
+		{"ingest", "CPU per durable delivery", dur.cpu.Seconds() * 1e6, "µs", "process CPU (user+sys, generator included) / deliveries", fmt.Sprintf("ceiling %.0f µs", ceil.cpu.Seconds()*1e6)},
+		{"ingest", "ack latency p50", p50.Seconds() * 1000, "ms", paced, "GitHub gives up at 10,000 ms"},
+		{"ingest", "ack latency p99", p99.Seconds() * 1000, "ms", paced, "GitHub gives up at 10,000 ms"},
 	}, nil
+}
+
+// run is one throughput measurement.
+type run struct {
+	rate      float64       // acknowledged deliveries per second
+	cpu       time.Duration // process CPU per delivery
+	n         int           // deliveries acknowledged, warm-up included
+	perCommit float64
+}
+
+func (r run) best(o run) run {
+	if o.rate > r.rate {
+		return o
+	}
+	return r
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 type server struct {
@@ -181,31 +218,31 @@ func post(c *http.Client, url, id string, body []byte, sig string) error {
 }
 
 // throughput sends cfg.Deliveries distinct deliveries from cfg.Clients
-// goroutines and returns acknowledged deliveries per second.
-func throughput(h http.Handler, cfg ingestConfig, prefix string) (float64, int, error) {
+// goroutines and measures acknowledged deliveries per second.
+func throughput(h http.Handler, cfg ingestConfig, prefix string) (run, error) {
 	s, err := startServer(h)
 	if err != nil {
-		return 0, 0, err
+		return run{}, err
 	}
 	defer s.srv.Close()
 	c := newClient(cfg.Clients)
-	// Pre-build bodies so the generator's cost is the same for both runs.
-	bodies := make([][]byte, cfg.Deliveries)
-	sigs := make([]string, cfg.Deliveries)
+	// Pre-build bodies so the generator's cost is the same for both handlers
+	// (deliveries differ by id; 64 distinct bodies are enough).
+	bodies := make([][]byte, 64)
+	sigs := make([]string, 64)
 	for i := range bodies {
 		bodies[i], sigs[i] = delivery(fmt.Sprintf("%s-%d", prefix, i), cfg.PayloadBytes)
 	}
 	// Warm up connections.
 	for i := 0; i < cfg.Clients; i++ {
-		b, sig := delivery(fmt.Sprintf("%s-warm-%d", prefix, i), cfg.PayloadBytes)
-		if err := post(c, s.url, fmt.Sprintf("%s-warm-%d", prefix, i), b, sig); err != nil {
-			return 0, 0, err
+		if err := post(c, s.url, guid(prefix+"-warm", i), bodies[i%64], sigs[i%64]); err != nil {
+			return run{}, err
 		}
 	}
 	var next atomic.Int64
 	var firstErr atomic.Value
 	var wg sync.WaitGroup
-	start := time.Now()
+	cpu0, start := cpuTime(), time.Now()
 	for w := 0; w < cfg.Clients; w++ {
 		wg.Add(1)
 		go func() {
@@ -215,7 +252,7 @@ func throughput(h http.Handler, cfg ingestConfig, prefix string) (float64, int, 
 				if i >= cfg.Deliveries {
 					return
 				}
-				if err := post(c, s.url, fmt.Sprintf("%s-%d", prefix, i), bodies[i], sigs[i]); err != nil {
+				if err := post(c, s.url, guid(prefix, i), bodies[i%64], sigs[i%64]); err != nil {
 					firstErr.CompareAndSwap(nil, err)
 					return
 				}
@@ -223,11 +260,12 @@ func throughput(h http.Handler, cfg ingestConfig, prefix string) (float64, int, 
 		}()
 	}
 	wg.Wait()
-	el := time.Since(start)
+	el, cpu := time.Since(start), cpuTime()-cpu0
 	if e, ok := firstErr.Load().(error); ok {
-		return 0, 0, e
+		return run{}, e
 	}
-	return float64(cfg.Deliveries) / el.Seconds(), cfg.Deliveries + cfg.Clients, nil
+	return run{rate: float64(cfg.Deliveries) / el.Seconds(), cpu: cpu / time.Duration(cfg.Deliveries),
+		n: cfg.Deliveries + cfg.Clients}, nil
 }
 
 // pacedLatency sends cfg.Rate deliveries per second (open loop) for
@@ -241,6 +279,10 @@ func pacedLatency(h http.Handler, cfg ingestConfig) (time.Duration, time.Duratio
 	c := newClient(256)
 	total := int(float64(cfg.Rate) * cfg.RateFor.Seconds())
 	lat := make([]time.Duration, total)
+	bodies, sigs := make([][]byte, 64), make([]string, 64)
+	for i := range bodies {
+		bodies[i], sigs[i] = delivery(fmt.Sprintf("paced-%d", i), cfg.PayloadBytes)
+	}
 	interval := time.Second / time.Duration(cfg.Rate)
 	var wg sync.WaitGroup
 	var firstErr atomic.Value
@@ -250,12 +292,12 @@ func pacedLatency(h http.Handler, cfg ingestConfig) (time.Duration, time.Duratio
 		if d := time.Until(due); d > 0 {
 			time.Sleep(d)
 		}
-		body, sig := delivery(fmt.Sprintf("paced-%d", i), cfg.PayloadBytes)
+		body, sig := bodies[i%len(bodies)], sigs[i%len(sigs)]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			t0 := time.Now()
-			if err := post(c, s.url, fmt.Sprintf("paced-%d", i), body, sig); err != nil {
+			if err := post(c, s.url, guid("paced", i), body, sig); err != nil {
 				firstErr.CompareAndSwap(nil, err)
 			}
 			lat[i] = time.Since(t0)
@@ -267,4 +309,12 @@ func pacedLatency(h http.Handler, cfg ingestConfig) (time.Duration, time.Duratio
 	}
 	slices.Sort(lat)
 	return lat[total/2], lat[total*99/100], nil
+}
+
+// guid makes a delivery id shaped like GitHub's (a random-looking UUID), so
+// the inbox's unique index sees the random inserts it sees in production.
+func guid(prefix string, i int) string {
+	h := sha256.Sum256([]byte(fmt.Sprintf("%s-%d", prefix, i)))
+	x := hex.EncodeToString(h[:16])
+	return x[:8] + "-" + x[8:12] + "-" + x[12:16] + "-" + x[16:20] + "-" + x[20:32]
 }

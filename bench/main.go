@@ -42,9 +42,9 @@ func main() {
 		defer pprof.StopCPUProfile()
 	}
 	ctx := context.Background()
-	cfg := ingestConfig{Deliveries: 20000, Clients: 64, PayloadBytes: 10 << 10, Rate: 1000, RateFor: 5 * time.Second}
+	cfg := ingestConfig{Deliveries: 20000, Rounds: 3, Clients: 64, PayloadBytes: 10 << 10, Rate: 1000, RateFor: 5 * time.Second}
 	if *quick {
-		cfg = ingestConfig{Deliveries: 500, Clients: 16, PayloadBytes: 10 << 10, Rate: 200, RateFor: 500 * time.Millisecond}
+		cfg = ingestConfig{Deliveries: 500, Rounds: 1, Clients: 16, PayloadBytes: 10 << 10, Rate: 200, RateFor: 500 * time.Millisecond}
 	}
 	var figs []Figure
 	f, err := benchIngest(ctx, cfg)

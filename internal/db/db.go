@@ -76,7 +76,6 @@ var sqlitePragmas = []string{
 	"busy_timeout(10000)",
 	"foreign_keys(1)",
 	"temp_store(MEMORY)",
-	"cache_size(-32000)",
 }
 
 func openSQLite(ctx context.Context, path string) (*DB, error) {
@@ -141,11 +140,11 @@ func openSQLite(ctx context.Context, path string) (*DB, error) {
 }
 
 // checkpointer copies the WAL back into the database file in the background
-// (PASSIVE: it never blocks the writer or readers), several times a second,
+// (PASSIVE: it never blocks the writer or readers) once a second,
 // and truncates it on close.
 func (d *DB) checkpointer() {
 	defer close(d.checkpointDone)
-	t := time.NewTicker(250 * time.Millisecond)
+	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
 		select {
