@@ -142,8 +142,15 @@ func New(opt Options) (*Sim, error) {
 	s.bot = s.addUserLocked(opt.AppSlug+"[bot]", TypeBot)
 	s.hooks = newHookSender(s)
 	s.mux = s.routes()
+	if newSimHook != nil {
+		newSimHook(s)
+	}
 	return s, nil
 }
+
+// newSimHook, when set (by this package's tests), sees every new simulator:
+// the conformance tests attach their observers with it.
+var newSimHook func(*Sim)
 
 // PrivateKeyPEM is the App's private key, as GitHub hands it to the App's
 // owner: give it to warden.
