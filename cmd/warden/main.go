@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/wardenhq/warden/internal/config"
 )
 
 // Exit statuses.
@@ -81,7 +83,7 @@ func usage(w io.Writer) {
 // fail prints one line for a setting error (exit 2) or a failure (exit 1).
 func fail(e env, cmd string, err error) int {
 	fmt.Fprintf(e.stderr, "warden %s: %v\n", cmd, err)
-	var se *settingError
+	var se *config.Error
 	if errors.As(err, &se) {
 		return exitSetting
 	}

@@ -3,6 +3,11 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/pem"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,10 +17,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/wardenhq/warden/internal/config"
+	"github.com/wardenhq/warden/internal/service"
 	"github.com/wardenhq/warden/webhooks"
 )
 
@@ -42,7 +50,17 @@ func fakeGitHub(t *testing.T, allowed *atomic.Bool, calls *atomic.Int64) *httpte
 	return srv
 }
 
-func testSettings(t *testing.T, apiURL string) (*Settings, map[string]string) {
+var testKey = sync.OnceValue(func() []byte {
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		panic(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(k)})
+})
+
+func mapEnv(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func testSettings(t *testing.T, apiURL string) (*config.Settings, map[string]string) {
 	dir := t.TempDir()
 	keyFile := filepath.Join(dir, "key.pem")
 	if err := os.WriteFile(keyFile, testKey(), 0o600); err != nil {
@@ -51,7 +69,8 @@ func testSettings(t *testing.T, apiURL string) (*Settings, map[string]string) {
 	env := map[string]string{"WARDEN_APP_ID": "42", "WARDEN_PRIVATE_KEY_FILE": keyFile,
 		"WARDEN_WEBHOOK_SECRET": "old-secret,new-secret", "WARDEN_DATABASE": "sqlite:" + filepath.Join(dir, "w.db"),
 		"WARDEN_GITHUB_API_URL": apiURL}
-	s, err := loadWith(t, env, nil, "app", "secret")
+	fs := flag.NewFlagSet("t", flag.ContinueOnError)
+	s, err := config.Flags(fs, mapEnv(env))("app", "secret")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +109,7 @@ func TestServeEndToEnd(t *testing.T) {
 	gh := fakeGitHub(t, &allowed, &calls)
 	s, env := testSettings(t, gh.URL)
 	log := slog.New(slog.NewJSONHandler(io.Discard, nil))
-	svc, err := build(context.Background(), s, log, buildOptions{})
+	svc, err := service.Build(context.Background(), s, log, service.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +117,7 @@ func TestServeEndToEnd(t *testing.T) {
 	addrs := make(chan [2]net.Addr, 1)
 	done := make(chan error, 1)
 	go func() {
-		done <- svc.serve(ctx, "127.0.0.1:0", "127.0.0.1:0", func(p, a net.Addr) { addrs <- [2]net.Addr{p, a} })
+		done <- svc.Serve(ctx, "127.0.0.1:0", "127.0.0.1:0", func(p, a net.Addr) { addrs <- [2]net.Addr{p, a} })
 	}()
 	a := <-addrs
 	pub, admin := "http://"+a[0].String(), "http://"+a[1].String()
@@ -128,7 +147,7 @@ func TestServeEndToEnd(t *testing.T) {
 	if c := deliver(t, pub, "issues", "d-4", "wrong-secret", issue("mallory", "User")); c != 401 {
 		t.Fatalf("bad signature %d, want 401", c)
 	}
-	pending, _, _ := svc.inbox.Counts(context.Background())
+	pending, _, _ := svc.Inbox.Counts(context.Background())
 	if pending != 2 {
 		t.Fatalf("%d pending before identity, want 2 (nothing processed)", pending)
 	}
@@ -136,7 +155,7 @@ func TestServeEndToEnd(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		code, _ := get(t, pub+"/readyz")
-		pending, _, _ := svc.inbox.Counts(context.Background())
+		pending, _, _ := svc.Inbox.Counts(context.Background())
 		if code == 200 && pending == 0 {
 			break
 		}
@@ -145,7 +164,7 @@ func TestServeEndToEnd(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	recs, err := svc.inbox.List(context.Background(), false, 10)
+	recs, err := svc.Inbox.List(context.Background(), false, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,5 +221,56 @@ func TestServeEndToEnd(t *testing.T) {
 	if code := run(context.Background(), []string{"deliveries", "retry", "d-1", "nope"}, mapEnv(env), &out, &errb); code != exitFailed ||
 		!strings.Contains(errb.String(), "d-1: is done") || !strings.Contains(errb.String(), "nope: no such delivery") {
 		t.Fatalf("retry of a done and an unknown delivery: %d %q", code, errb.String())
+	}
+}
+
+// TestServeRefusesBadSettingsWithExit2 runs the command as an operator would.
+func TestServeRefusesBadSettingsWithExit2(t *testing.T) {
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "key.pem")
+	os.WriteFile(keyFile, testKey(), 0o600)
+	badKey := filepath.Join(dir, "bad.pem")
+	os.WriteFile(badKey, []byte("-----BEGIN RSA PRIVATE KEY-----\nZZZKEYMATERIALZZZ\n-----END RSA PRIVATE KEY-----\n"), 0o600)
+	good := map[string]string{"WARDEN_APP_ID": "42", "WARDEN_PRIVATE_KEY_FILE": keyFile, "WARDEN_WEBHOOK_SECRET": "topsecret",
+		"WARDEN_DATABASE": "sqlite:" + filepath.Join(dir, "w.db"), "WARDEN_LISTEN": "127.0.0.1:0", "WARDEN_ADMIN_LISTEN": "127.0.0.1:0"}
+	with := func(k, v string) map[string]string {
+		m := map[string]string{}
+		for a, b := range good {
+			m[a] = b
+		}
+		if v == "" {
+			delete(m, k)
+		} else {
+			m[k] = v
+		}
+		return m
+	}
+	cases := []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"no app id", with("WARDEN_APP_ID", ""), "WARDEN_APP_ID"},
+		{"no secret", with("WARDEN_WEBHOOK_SECRET", ""), "WARDEN_WEBHOOK_SECRET"},
+		{"unreadable key", with("WARDEN_PRIVATE_KEY_FILE", filepath.Join(dir, "missing.pem")), "WARDEN_PRIVATE_KEY_FILE"},
+		{"bad key", with("WARDEN_PRIVATE_KEY_FILE", badKey), "GitHub App"},
+		{"unreachable database", with("WARDEN_DATABASE", "sqlite:"+filepath.Join(dir, "no", "such", "dir", "w.db")), "WARDEN_DATABASE"},
+		{"port taken", with("WARDEN_LISTEN", "256.0.0.1:1"), "WARDEN_LISTEN"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := run(context.Background(), []string{"serve"}, mapEnv(c.env), &out, &errb)
+			if code != exitSetting {
+				t.Fatalf("exit %d, want 2; stderr %q", code, errb.String())
+			}
+			msg := errb.String()
+			if strings.Count(msg, "\n") != 1 || !strings.Contains(msg, c.want) {
+				t.Fatalf("want one line naming %q, got %q", c.want, msg)
+			}
+			if strings.Contains(msg, "topsecret") || strings.Contains(msg, "ZZZKEYMATERIAL") {
+				t.Fatalf("stderr leaks a secret: %q", msg)
+			}
+		})
 	}
 }

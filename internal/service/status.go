@@ -1,4 +1,4 @@
-package main
+package service
 
 import (
 	"html/template"
@@ -20,13 +20,13 @@ td,th{border:1px solid #ccc;padding:.3rem .6rem;text-align:left;font-size:.9rem}
 {{end}}</table><p>Retry with <code>warden deliveries retry ID…</code>.</p>{{else}}<p>None.</p>{{end}}
 </body></html>`))
 
-func (svc *service) statusPage(w http.ResponseWriter, r *http.Request) {
-	pending, dead, err := svc.inbox.Counts(r.Context())
+func (svc *Service) statusPage(w http.ResponseWriter, r *http.Request) {
+	pending, dead, err := svc.Inbox.Counts(r.Context())
 	if err != nil {
 		http.Error(w, "database not answering", http.StatusServiceUnavailable)
 		return
 	}
-	letters, err := svc.inbox.List(r.Context(), true, 100)
+	letters, err := svc.Inbox.List(r.Context(), true, 100)
 	if err != nil {
 		http.Error(w, "database not answering", http.StatusServiceUnavailable)
 		return
@@ -36,5 +36,5 @@ func (svc *service) statusPage(w http.ResponseWriter, r *http.Request) {
 		Pending, Dead int
 		Bot           string
 		DeadLetters   []webhooks.Record
-	}{pending, dead, svc.dispatcher.Bot(), letters})
+	}{pending, dead, svc.Dispatcher.Bot(), letters})
 }

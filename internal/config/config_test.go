@@ -1,8 +1,7 @@
-package main
+package config
 
 import (
 	"bytes"
-	"context"
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
@@ -30,7 +29,7 @@ func loadWith(t *testing.T, envs map[string]string, args []string, need ...strin
 	t.Helper()
 	fs := flag.NewFlagSet("t", flag.ContinueOnError)
 	fs.SetOutput(&bytes.Buffer{})
-	load := settingsFlags(fs, mapEnv(envs))
+	load := Flags(fs, mapEnv(envs))
 	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
 	}
@@ -132,57 +131,6 @@ func TestSettingsRefusals(t *testing.T) {
 			}
 			if strings.Count(err.Error(), "\n") > 0 {
 				t.Fatalf("error is not one line: %q", err)
-			}
-		})
-	}
-}
-
-// TestServeRefusesBadSettingsWithExit2 runs the command as an operator would.
-func TestServeRefusesBadSettingsWithExit2(t *testing.T) {
-	dir := t.TempDir()
-	keyFile := filepath.Join(dir, "key.pem")
-	os.WriteFile(keyFile, testKey(), 0o600)
-	badKey := filepath.Join(dir, "bad.pem")
-	os.WriteFile(badKey, []byte("-----BEGIN RSA PRIVATE KEY-----\nZZZKEYMATERIALZZZ\n-----END RSA PRIVATE KEY-----\n"), 0o600)
-	good := map[string]string{"WARDEN_APP_ID": "42", "WARDEN_PRIVATE_KEY_FILE": keyFile, "WARDEN_WEBHOOK_SECRET": "topsecret",
-		"WARDEN_DATABASE": "sqlite:" + filepath.Join(dir, "w.db"), "WARDEN_LISTEN": "127.0.0.1:0", "WARDEN_ADMIN_LISTEN": "127.0.0.1:0"}
-	with := func(k, v string) map[string]string {
-		m := map[string]string{}
-		for a, b := range good {
-			m[a] = b
-		}
-		if v == "" {
-			delete(m, k)
-		} else {
-			m[k] = v
-		}
-		return m
-	}
-	cases := []struct {
-		name string
-		env  map[string]string
-		want string
-	}{
-		{"no app id", with("WARDEN_APP_ID", ""), "WARDEN_APP_ID"},
-		{"no secret", with("WARDEN_WEBHOOK_SECRET", ""), "WARDEN_WEBHOOK_SECRET"},
-		{"unreadable key", with("WARDEN_PRIVATE_KEY_FILE", filepath.Join(dir, "missing.pem")), "WARDEN_PRIVATE_KEY_FILE"},
-		{"bad key", with("WARDEN_PRIVATE_KEY_FILE", badKey), "GitHub App"},
-		{"unreachable database", with("WARDEN_DATABASE", "sqlite:"+filepath.Join(dir, "no", "such", "dir", "w.db")), "WARDEN_DATABASE"},
-		{"port taken", with("WARDEN_LISTEN", "256.0.0.1:1"), "WARDEN_LISTEN"},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			var out, errb bytes.Buffer
-			code := run(context.Background(), []string{"serve"}, mapEnv(c.env), &out, &errb)
-			if code != exitSetting {
-				t.Fatalf("exit %d, want 2; stderr %q", code, errb.String())
-			}
-			msg := errb.String()
-			if strings.Count(msg, "\n") != 1 || !strings.Contains(msg, c.want) {
-				t.Fatalf("want one line naming %q, got %q", c.want, msg)
-			}
-			if strings.Contains(msg, "topsecret") || strings.Contains(msg, "ZZZKEYMATERIAL") {
-				t.Fatalf("stderr leaks a secret: %q", msg)
 			}
 		})
 	}

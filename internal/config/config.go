@@ -1,4 +1,7 @@
-package main
+// Package config reads warden's process-wide settings (CONTRACT.md §2) from
+// the environment, with a flag overriding each non-secret one, and refuses a
+// bad value with one line naming it.
+package config
 
 import (
 	"errors"
@@ -42,12 +45,13 @@ type APIToken struct {
 	Repos []string // empty: every repository
 }
 
-// settingError is a start-up refusal: one line naming what is wrong.
-type settingError struct{ msg string }
+// Error is a start-up refusal: one line naming what is wrong. Commands exit
+// with status 2 on it.
+type Error struct{ Msg string }
 
-func (e *settingError) Error() string { return e.msg }
+func (e *Error) Error() string { return e.Msg }
 
-func bad(format string, a ...any) error { return &settingError{fmt.Sprintf(format, a...)} }
+func bad(format string, a ...any) error { return &Error{fmt.Sprintf(format, a...)} }
 
 var (
 	loginRe    = regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?$`)
@@ -58,11 +62,11 @@ var (
 	validRoles = map[string]bool{"worker": true, "pm": true, "human": true}
 )
 
-// settingsFlags registers the overriding flags on fs and returns a function
+// Flags registers the overriding flags on fs and returns a function
 // that loads the settings once fs is parsed. need says which settings the
 // command requires ("app" for the GitHub App's, "secret" for the webhook
 // secret).
-func settingsFlags(fs *flag.FlagSet, getenv func(string) string) func(need ...string) (*Settings, error) {
+func Flags(fs *flag.FlagSet, getenv func(string) string) func(need ...string) (*Settings, error) {
 	listen := fs.String("listen", "", "public listener (WARDEN_LISTEN, default :8080)")
 	admin := fs.String("admin-listen", "", "operators' listener (WARDEN_ADMIN_LISTEN, default 127.0.0.1:9090)")
 	database := fs.String("database", "", "sqlite:PATH or postgres:// URL (WARDEN_DATABASE, default sqlite:warden.db)")

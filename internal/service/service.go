@@ -1,0 +1,205 @@
+// Package service assembles warden's running parts from its settings: the
+// database, the webhook inbox and dispatcher, the GitHub App client, the
+// event router, and the public and operators' HTTP routes. cmd/warden, the
+// demo and the end-to-end harness all run warden through it, so what the
+// tests exercise is what operators run.
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/wardenhq/warden/app"
+	"github.com/wardenhq/warden/internal/config"
+	"github.com/wardenhq/warden/internal/db"
+	"github.com/wardenhq/warden/webhooks"
+)
+
+// Service is warden's running parts. Build makes one; Serve runs it; Close
+// releases it.
+type Service struct {
+	Settings   *config.Settings
+	Log        *slog.Logger
+	DB         *db.DB
+	Inbox      *webhooks.Inbox
+	App        *app.App
+	Router     *webhooks.Router
+	Dispatcher *webhooks.Dispatcher
+	Metrics    *webhooks.Metrics
+	Registry   *prometheus.Registry
+	// Public serves /webhooks, /healthz, /readyz (and later /api/v1, /mcp);
+	// Admin serves the status page and /metrics.
+	Public http.Handler
+	Admin  http.Handler
+}
+
+// Options adjust a build for the demo and tests.
+type Options struct {
+	// Transport carries GitHub calls; nil = the default transport.
+	Transport http.RoundTripper
+	// Dispatch tunes the dispatcher (workers, retries, backoff).
+	Dispatch webhooks.DispatchOptions
+	// GitHubRetryBase, GitHubMaxWait tune the access layer (0 = defaults).
+	GitHubRetryBase time.Duration
+	GitHubMaxWait   time.Duration
+}
+
+// Build opens the database, migrates it and assembles the service. A bad
+// database or App key is a *config.Error (exit status 2).
+func Build(ctx context.Context, s *config.Settings, log *slog.Logger, o Options) (*Service, error) {
+	d, err := db.Open(ctx, s.Database)
+	if err != nil {
+		return nil, &config.Error{Msg: fmt.Sprintf("WARDEN_DATABASE: %v", err)}
+	}
+	svc := &Service{Settings: s, Log: log, DB: d, Registry: prometheus.NewRegistry()}
+	svc.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if svc.Inbox, err = webhooks.OpenInbox(ctx, d); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("open the inbox: %w", err)
+	}
+	svc.App, err = app.New(app.Config{
+		AppID: s.AppID, PrivateKey: s.PrivateKey, BaseURL: s.GitHubAPIURL,
+		Transport: o.Transport, Logger: log, Registerer: svc.Registry,
+		RetryBase: o.GitHubRetryBase, MaxWait: o.GitHubMaxWait,
+	})
+	if err != nil {
+		svc.Close()
+		return nil, &config.Error{Msg: fmt.Sprintf("GitHub App: %v", err)}
+	}
+	svc.Metrics = webhooks.NewMetrics(svc.Registry)
+	svc.Router = NewRouter()
+	opts := o.Dispatch
+	opts.Identity = func(ctx context.Context) (string, error) {
+		id, err := svc.App.Identity(ctx)
+		return id.BotLogin, err
+	}
+	svc.Dispatcher = webhooks.NewDispatcher(svc.Inbox, webhooks.HandlerFunc(svc.Router.Dispatch), svc.Metrics, log, opts)
+	svc.Inbox.OnCommit(svc.Dispatcher.Wake)
+	ingress := webhooks.NewIngress(svc.Inbox, svc.Metrics, log, webhooks.IngressOptions{
+		Secrets: s.WebhookSecrets, Handles: svc.Router.Handles,
+	})
+	svc.Public = svc.publicRoutes(ingress)
+	svc.Admin = svc.adminRoutes()
+	return svc, nil
+}
+
+func (svc *Service) publicRoutes(ingress http.Handler) http.Handler {
+	r := chi.NewRouter()
+	r.Use(middleware.Recoverer)
+	r.Method(http.MethodPost, "/webhooks", ingress)
+	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintln(w, "ok")
+	})
+	r.Get("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if err := svc.DB.Ping(ctx); err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintln(w, "database: not answering")
+			return
+		}
+		if err := svc.Dispatcher.Healthy(); err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintln(w, err.Error())
+			return
+		}
+		fmt.Fprintln(w, "ready")
+	})
+	return r
+}
+
+func (svc *Service) adminRoutes() http.Handler {
+	r := chi.NewRouter()
+	r.Use(middleware.Recoverer)
+	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(svc.Registry, promhttp.HandlerOpts{Registry: svc.Registry}))
+	r.Get("/", svc.statusPage)
+	return r
+}
+
+// Close releases the inbox and the database. Stop Serve first.
+func (svc *Service) Close() {
+	if svc.Inbox != nil {
+		svc.Inbox.Close()
+	}
+	svc.DB.Close()
+}
+
+// Serve listens on both listeners, runs the dispatcher, and on ctx's end
+// shuts down gracefully: stop accepting, let acknowledgements in progress
+// commit, let handlers finish (or leave their deliveries queued), return.
+// ready, if not nil, receives the bound addresses.
+func (svc *Service) Serve(ctx context.Context, publicAddr, adminAddr string, ready func(public, admin net.Addr)) error {
+	pl, err := net.Listen("tcp", publicAddr)
+	if err != nil {
+		return &config.Error{Msg: fmt.Sprintf("WARDEN_LISTEN: %v", err)}
+	}
+	al, err := net.Listen("tcp", adminAddr)
+	if err != nil {
+		pl.Close()
+		return &config.Error{Msg: fmt.Sprintf("WARDEN_ADMIN_LISTEN: %v", err)}
+	}
+	errLog := slog.NewLogLogger(svc.Log.Handler(), slog.LevelWarn)
+	public := &http.Server{Handler: svc.Public, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 60 * time.Second,
+		WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second, ErrorLog: errLog}
+	admin := &http.Server{Handler: svc.Admin, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
+		WriteTimeout: 30 * time.Second, ErrorLog: errLog}
+	svc.Log.Info("warden serving", "public", pl.Addr().String(), "admin", al.Addr().String(),
+		"database", svc.DB.Source, "github", svc.Settings.GitHubAPIURL, "events", svc.Router.Events())
+	if ready != nil {
+		ready(pl.Addr(), al.Addr())
+	}
+	errc := make(chan error, 2)
+	go func() { errc <- ignoreClosed(public.Serve(pl)) }()
+	go func() { errc <- ignoreClosed(admin.Serve(al)) }()
+	dctx, stopDispatch := context.WithCancel(context.WithoutCancel(ctx))
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := svc.Dispatcher.Run(dctx); err != nil && !errors.Is(err, context.Canceled) {
+			svc.Log.Error("dispatcher stopped", "err", err)
+		}
+	}()
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-errc:
+	}
+	svc.Log.Info("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	public.Shutdown(sctx) // stop accepting; acknowledgements in progress finish
+	admin.Shutdown(sctx)
+	stopDispatch()
+	wg.Wait()
+	svc.Log.Info("stopped")
+	return serveErr
+}
+
+func ignoreClosed(err error) error {
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// NewLogger returns warden's JSON logger at level (debug, info, warn, error).
+func NewLogger(w interface{ Write([]byte) (int, error) }, level string) *slog.Logger {
+	var l slog.Level
+	_ = l.UnmarshalText([]byte(level))
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+}
