@@ -46,6 +46,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"serve", "run the service: webhooks, agent API, status page, reconcile loop", runServe},
+		{"demo", "run the whole service against the built-in GitHub simulator and a scripted backlog", runDemo},
 		{"migrate", "create or upgrade the database schema", runMigrate},
 		{"deliveries", "list the inbox and its dead letters, or retry dead letters", runDeliveries},
 		{"version", "print the version", runVersion},

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/wardenhq/warden/internal/harness"
+	"github.com/wardenhq/warden/webhooks"
+)
+
+// demoStep is one scripted act and the check of what warden did about it.
+type demoStep struct {
+	title string
+	run   func(ctx context.Context, d *demo) (string, error)
+}
+
+type demo struct {
+	env *harness.Env
+}
+
+func runDemo(ctx context.Context, e env, args []string) int {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	verbose := fs.Bool("v", false, "print warden's own log (JSON) to stderr")
+	if err := fs.Parse(args); err != nil {
+		return exitSetting
+	}
+	var logw io.Writer = io.Discard
+	if *verbose {
+		logw = e.stderr
+	}
+	fmt.Fprintln(e.stdout, "warden demo: the whole service against a built-in GitHub simulator (no credentials, no network)")
+	sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	env, err := harness.Start(sctx, harness.Options{Log: logw})
+	cancel()
+	if err != nil {
+		fmt.Fprintf(e.stderr, "warden demo: %v\n", err)
+		return exitFailed
+	}
+	defer env.Close()
+	fmt.Fprintf(e.stdout, "  GitHub simulator at %s, warden at %s (status page %s/)\n\n", env.GitHub.URL, env.PublicURL, env.AdminURL)
+	d := &demo{env: env}
+	failed := 0
+	for i, s := range demoSteps() {
+		fmt.Fprintf(e.stdout, "%2d. %s\n", i+1, s.title)
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		what, err := s.run(sctx, d)
+		cancel()
+		if err != nil {
+			failed++
+			fmt.Fprintf(e.stdout, "    ✗ %v\n", err)
+			continue
+		}
+		fmt.Fprintf(e.stdout, "    ✓ %s\n", what)
+	}
+	fmt.Fprintln(e.stdout)
+	if failed > 0 {
+		fmt.Fprintf(e.stdout, "%d of %d steps did not behave\n", failed, len(demoSteps()))
+		return exitFailed
+	}
+	fmt.Fprintf(e.stdout, "all %d steps behaved\n", len(demoSteps()))
+	return exitOK
+}
+
+func demoSteps() []demoStep {
+	return []demoStep{
+		{"The App is installed on acme and the repository acme/app is added", stepInstalled},
+		{"A stranger posts a delivery with a forged signature", stepForged},
+		{"GitHub redelivers a delivery warden already has", stepRedelivery},
+		{"warden is unreachable for a moment: GitHub logs the delivery as failed; an operator redelivers it", stepMissed},
+	}
+}
+
+// processed returns warden's record of a delivery.
+func (d *demo) processed(ctx context.Context, guid string) (webhooks.Record, error) {
+	recs, err := d.env.Service.Inbox.List(ctx, false, 10000)
+	if err != nil {
+		return webhooks.Record{}, err
+	}
+	for _, r := range recs {
+		if r.ID == guid {
+			return r, nil
+		}
+	}
+	return webhooks.Record{}, fmt.Errorf("delivery %s is not in warden's inbox", guid)
+}
+
+func stepInstalled(ctx context.Context, d *demo) (string, error) {
+	n := 0
+	for _, del := range d.env.Sim.Deliveries() {
+		r, err := d.processed(ctx, del.GUID)
+		if err != nil {
+			return "", err
+		}
+		if del.Status != "OK" || r.State != webhooks.StateDone {
+			return "", fmt.Errorf("%s: GitHub logged %q, warden has it %s", del.Event, del.Status, r.State)
+		}
+		n++
+	}
+	return fmt.Sprintf("%d signed deliveries (installation, installation_repositories) stored durably, acknowledged and processed once", n), nil
+}
+
+func stepForged(ctx context.Context, d *demo) (string, error) {
+	body := []byte(`{"action":"opened","issue":{"number":1},"repository":{"id":1,"full_name":"acme/app"},"sender":{"login":"mallory","type":"User"}}`)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, d.env.PublicURL+"/webhooks", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("X-GitHub-Event", "issues")
+	req.Header.Set("X-GitHub-Delivery", "forged-0001")
+	req.Header.Set("X-Hub-Signature-256", webhooks.Sign([]byte("not-the-secret"), body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		return "", fmt.Errorf("answered %d, want 401", resp.StatusCode)
+	}
+	if _, err := d.processed(ctx, "forged-0001"); err == nil {
+		return "", errors.New("the forged delivery reached the inbox")
+	}
+	return "refused with 401 before the body was parsed; nothing stored", nil
+}
+
+func stepRedelivery(ctx context.Context, d *demo) (string, error) {
+	first := d.env.Sim.Deliveries()[0]
+	if _, _, err := d.env.Service.App.AppClient().Apps.RedeliverHookDelivery(ctx, first.ID); err != nil && !isAccepted(err) {
+		return "", err
+	}
+	if err := d.env.Settle(ctx); err != nil {
+		return "", err
+	}
+	all := d.env.Sim.Deliveries()
+	last := all[len(all)-1]
+	if last.GUID != first.GUID || last.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("redelivery answered %d, want 200 (duplicate)", last.StatusCode)
+	}
+	r, err := d.processed(ctx, first.GUID)
+	if err != nil || r.Attempts != 1 {
+		return "", fmt.Errorf("processed %d times, want once (%v)", r.Attempts, err)
+	}
+	return fmt.Sprintf("%s %s answered 200 as a duplicate and not processed again", first.Event, first.GUID[:8]), nil
+}
+
+func stepMissed(ctx context.Context, d *demo) (string, error) {
+	d.env.Sim.DropDeliveries(true)
+	d.env.Sim.AddRepo(d.env.Inst, "acme/tools", "main")
+	if err := d.env.Sim.Flush(ctx); err != nil {
+		return "", err
+	}
+	d.env.Sim.DropDeliveries(false)
+	all := d.env.Sim.Deliveries()
+	missed := all[len(all)-1]
+	if missed.Status == "OK" {
+		return "", errors.New("the delivery was not dropped")
+	}
+	if _, err := d.processed(ctx, missed.GUID); err == nil {
+		return "", errors.New("warden has a delivery GitHub could not send")
+	}
+	if _, _, err := d.env.Service.App.AppClient().Apps.RedeliverHookDelivery(ctx, missed.ID); err != nil && !isAccepted(err) {
+		return "", err
+	}
+	if err := d.env.Settle(ctx); err != nil {
+		return "", err
+	}
+	r, err := d.processed(ctx, missed.GUID)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("GitHub logged %q; after redelivery warden processed it (%s)", missed.Status, r.Outcome), nil
+}
+
+// isAccepted reports go-github's error for a 202 answer, which for a
+// redelivery request means success.
+func isAccepted(err error) bool {
+	return err != nil && err.Error() == "job scheduled on GitHub side; try again later"
+}

@@ -1,0 +1,231 @@
+// Package harness runs warden end to end against the GitHub simulator: the
+// real service (HTTP handlers, SQLite inbox, dispatcher, App client) in this
+// process, the simulator delivering signed webhooks to it, and helpers to act
+// on GitHub as a person or an agent and to wait until everything settled.
+// The end-to-end tests and `warden demo` both use it.
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/wardenhq/warden/internal/config"
+	"github.com/wardenhq/warden/internal/ghsim"
+	"github.com/wardenhq/warden/internal/service"
+	"github.com/wardenhq/warden/webhooks"
+)
+
+// Secret is the webhook secret the simulator signs with.
+const Secret = "harness-webhook-secret"
+
+// Options shape an environment. Zero values take the defaults.
+type Options struct {
+	// Dir holds the database; a temporary directory when empty (removed by Close).
+	Dir string
+	// Owner and Repo name the installed repository; default acme/app.
+	Owner, Repo string
+	// Log receives warden's JSON log; discarded when nil.
+	Log io.Writer
+	// Settings adjusts warden's settings before it starts.
+	Settings func(*config.Settings)
+}
+
+// Env is a running warden wired to a running simulator.
+type Env struct {
+	Sim       *ghsim.Sim
+	GitHub    *ghsim.Server
+	Service   *service.Service
+	PublicURL string
+	AdminURL  string
+	Inst      *ghsim.Installation
+	Repo      *ghsim.Repo
+
+	dir     string
+	ownDir  bool
+	cancel  context.CancelFunc
+	stopped chan error
+}
+
+// Start builds the simulator and warden, installs the App on one
+// repository, and waits until the installation's deliveries are processed.
+func Start(ctx context.Context, o Options) (*Env, error) {
+	if o.Owner == "" {
+		o.Owner, o.Repo = "acme", "app"
+	}
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	e := &Env{dir: o.Dir}
+	if e.dir == "" {
+		d, err := os.MkdirTemp("", "warden-harness-")
+		if err != nil {
+			return nil, err
+		}
+		e.dir, e.ownDir = d, true
+	}
+	sim, err := ghsim.New(ghsim.Options{})
+	if err != nil {
+		e.cleanupDir()
+		return nil, err
+	}
+	e.Sim, e.GitHub = sim, sim.Start()
+	s := &config.Settings{
+		Listen: "127.0.0.1:0", AdminListen: "127.0.0.1:0",
+		Database: "sqlite:" + filepath.Join(e.dir, "warden.db"),
+		AppID:    sim.AppID(), PrivateKey: sim.PrivateKeyPEM(), WebhookSecrets: [][]byte{[]byte(Secret)},
+		GitHubAPIURL: e.GitHub.URL + "/", Region: "local", LogLevel: "debug",
+		LeaseDefault: 30 * time.Second, LeaseMax: 30 * time.Minute, Quarantine: time.Hour, ReconcileInterval: 10 * time.Minute,
+		MCPRepos: map[string]string{},
+	}
+	if o.Settings != nil {
+		o.Settings(s)
+	}
+	svc, err := service.Build(ctx, s, service.NewLogger(o.Log, s.LogLevel), service.Options{
+		Dispatch:        webhooks.DispatchOptions{Workers: 4, BackoffBase: 20 * time.Millisecond, BackoffMax: 200 * time.Millisecond, MaxAttempts: 4, Poll: 10 * time.Millisecond, Grace: 5 * time.Second},
+		GitHubRetryBase: 5 * time.Millisecond, GitHubMaxWait: 2 * time.Second,
+	})
+	if err != nil {
+		e.GitHub.Close()
+		sim.Close()
+		e.cleanupDir()
+		return nil, err
+	}
+	e.Service = svc
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	e.cancel, e.stopped = cancel, make(chan error, 1)
+	ready := make(chan [2]net.Addr, 1)
+	go func() {
+		e.stopped <- svc.Serve(runCtx, s.Listen, s.AdminListen, func(p, a net.Addr) { ready <- [2]net.Addr{p, a} })
+	}()
+	select {
+	case a := <-ready:
+		e.PublicURL, e.AdminURL = "http://"+a[0].String(), "http://"+a[1].String()
+	case err := <-e.stopped:
+		e.Close()
+		return nil, fmt.Errorf("warden did not start: %w", err)
+	}
+	sim.SetWebhook(e.PublicURL+"/webhooks", Secret)
+	e.Inst = sim.Install(o.Owner, "installer")
+	e.Repo = sim.AddRepo(e.Inst, o.Owner+"/"+o.Repo, "main")
+	sctx, scancel := context.WithTimeout(ctx, 20*time.Second)
+	defer scancel()
+	if err := e.Settle(sctx); err != nil {
+		e.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+// Settle waits until the simulator has sent every queued delivery and warden
+// has processed every delivery it stored, repeating while warden's own
+// writes cause new deliveries.
+func (e *Env) Settle(ctx context.Context) error {
+	quiet := 0
+	for quiet < 2 {
+		if err := e.Sim.Flush(ctx); err != nil {
+			return err
+		}
+		pending, _, err := e.Service.Inbox.Counts(ctx)
+		if err != nil {
+			return err
+		}
+		if pending == 0 && e.Sim.Pending() == 0 {
+			quiet++
+		} else {
+			quiet = 0
+		}
+		select {
+		case <-ctx.Done():
+			recs, _ := e.Service.Inbox.List(context.Background(), false, 20)
+			var waiting []string
+			for _, r := range recs {
+				if r.State == webhooks.StatePending {
+					waiting = append(waiting, fmt.Sprintf("%s %s (tries %d, %s)", r.Event, r.ID, r.Attempts, r.LastError))
+				}
+			}
+			return fmt.Errorf("warden did not settle: %d deliveries pending: %s", pending, strings.Join(waiting, "; "))
+		case <-time.After(15 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// Person returns an actor for a human with role on the repository (read,
+// triage, write, maintain, admin, or "" for none).
+func (e *Env) Person(login, role string) *ghsim.Actor {
+	a := e.Sim.As(login)
+	e.Sim.SetRole(e.Repo, login, role)
+	return a
+}
+
+// Close stops warden and the simulator and removes a temporary directory.
+func (e *Env) Close() error {
+	var err error
+	if e.cancel != nil {
+		e.cancel()
+		select {
+		case err = <-e.stopped:
+		case <-time.After(30 * time.Second):
+			err = errors.New("warden did not stop within 30s")
+		}
+	}
+	if e.Service != nil {
+		e.Service.Close()
+	}
+	if e.GitHub != nil {
+		e.GitHub.Close()
+	}
+	if e.Sim != nil {
+		e.Sim.Close()
+	}
+	e.cleanupDir()
+	return err
+}
+
+func (e *Env) cleanupDir() {
+	if e.ownDir {
+		os.RemoveAll(e.dir)
+	}
+}
+
+// TB is the part of testing.TB the test helpers need (this package does not
+// import testing, so the demo binary does not link it).
+type TB interface {
+	Helper()
+	Fatalf(format string, args ...any)
+	Cleanup(func())
+	TempDir() string
+}
+
+// New starts an environment for a test and closes it when the test ends.
+func New(t TB, o Options) *Env {
+	t.Helper()
+	if o.Dir == "" {
+		o.Dir = t.TempDir()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	e, err := Start(ctx, o)
+	if err != nil {
+		t.Fatalf("harness: %v", err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// MustSettle is Settle for tests, with a 20 s limit.
+func (e *Env) MustSettle(t TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := e.Settle(ctx); err != nil {
+		t.Fatalf("%v", err)
+	}
+}
