@@ -242,7 +242,8 @@ func (s *Sim) getRateLimit(w http.ResponseWriter, r *http.Request) {
 	rs := s.rateLocked(c.installation)
 	s.mu.Unlock()
 	core := map[string]any{"limit": rs.limit, "remaining": rs.remaining, "used": rs.limit - rs.remaining, "reset": rs.reset.Unix(), "resource": "core"}
-	writeJSON(w, http.StatusOK, map[string]any{"resources": map[string]any{"core": core}, "rate": core})
+	search := map[string]any{"limit": 30, "remaining": 30, "used": 0, "reset": s.now().Add(time.Minute).Unix(), "resource": "search"}
+	writeJSON(w, http.StatusOK, map[string]any{"resources": map[string]any{"core": core, "search": search}, "rate": core})
 }
 
 func (s *Sim) getRepo(w http.ResponseWriter, r *http.Request) {

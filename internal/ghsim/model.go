@@ -27,6 +27,8 @@ type Repo struct {
 
 	CheckSuites map[int64]*CheckSuite
 	CheckRuns   map[int64]*CheckRun
+	// Statuses are commit statuses (another CI's legacy status API), oldest first.
+	Statuses []*CommitStatus
 }
 
 // Label is a repository label.
@@ -62,6 +64,10 @@ type Issue struct {
 	Parent     *Issue
 	SubIssues  []*Issue
 	Deleted    bool
+	// Repo is the repository the issue belongs to (set by the issue side;
+	// issueRepoLocked finds it when another part of the simulator made the
+	// issue without it).
+	Repo *Repo
 }
 
 // Comment is an issue (or pull request conversation) comment.
@@ -85,6 +91,10 @@ type IssueEvent struct {
 	CommitID  string
 	CreatedAt time.Time
 	ViaApp    bool
+	// renamed: the title before and after.
+	RenameFrom, RenameTo string
+	// closed, reopened: the issue's state_reason after the change.
+	StateReason string
 }
 
 // Reaction is an emoji reaction.
@@ -105,10 +115,13 @@ type Commit struct {
 	Files     map[string]string
 	TreeSHA   string
 	Committer *User
+	// Seq orders commits by creation: a commit's Seq exceeds its parents'.
+	Seq int64
 }
 
 // Pull is the pull-request half of an issue.
 type Pull struct {
+	ID             int64 // the pull request's own id (not the issue's)
 	Issue          *Issue
 	Head, Base     string // branch names
 	HeadSHA        string
@@ -118,14 +131,21 @@ type Pull struct {
 	MergedAt       *time.Time
 	MergedBy       *User
 	MergeCommitSHA string
-	// Mergeable is nil while GitHub "computes" it.
-	Mergeable *bool
+	// Mergeable is nil while GitHub "computes" it. It is reported only when
+	// MergeableSet (a test pinned it); otherwise it is computed from the
+	// branches (a three-way merge at file level).
+	Mergeable           *bool
+	MergeableSet        bool
+	MaintainerCanModify bool
 }
 
 // CheckSuite is a check suite on a head commit.
 type CheckSuite struct {
 	ID         int64
+	App        *CheckApp // nil: the simulator's App
 	HeadSHA    string
+	Before     string // the push's before SHA, "" when unknown
+	After      string
 	HeadBranch string
 	Status     string
 	Conclusion string
@@ -133,9 +153,10 @@ type CheckSuite struct {
 	UpdatedAt  time.Time
 }
 
-// CheckRun is a check run of the App's.
+// CheckRun is a check run of the App's, or of another CI (App non-nil).
 type CheckRun struct {
 	ID          int64
+	App         *CheckApp // nil: the simulator's App
 	Suite       *CheckSuite
 	Name        string
 	HeadSHA     string
@@ -148,4 +169,25 @@ type CheckRun struct {
 	Text        string
 	StartedAt   time.Time
 	CompletedAt *time.Time
+}
+
+// CheckApp is another GitHub App that posts check runs (a CI), as opposed to
+// the simulator's own App (nil wherever a *CheckApp is expected).
+type CheckApp struct {
+	ID   int64
+	Slug string
+	Name string
+}
+
+// CommitStatus is one commit status (POST /statuses/{sha}) from another CI.
+type CommitStatus struct {
+	ID          int64
+	SHA         string
+	State       string // error, failure, pending, success
+	Context     string
+	Description string
+	TargetURL   string
+	Creator     *User
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
 }

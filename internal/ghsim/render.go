@@ -106,6 +106,7 @@ func (s *Sim) repoJSON(r *Repo) map[string]any {
 		"has_wiki": false, "has_pages": false, "has_discussions": false, "forks_count": 0, "mirror_url": nil,
 		"open_issues": 0, "forks": 0, "watchers": 0, "license": nil, "allow_forking": true, "is_template": false,
 		"web_commit_signoff_required": false, "topics": []string{},
+		"network_count": 0, "subscribers_count": 0,
 	}
 	return m
 }
