@@ -8,7 +8,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
+
+	"github.com/google/go-github/v66/github"
 
 	"github.com/wardenhq/warden/internal/harness"
 	"github.com/wardenhq/warden/webhooks"
@@ -74,6 +77,9 @@ func demoSteps() []demoStep {
 		{"A stranger posts a delivery with a forged signature", stepForged},
 		{"GitHub redelivers a delivery warden already has", stepRedelivery},
 		{"warden is unreachable for a moment: GitHub logs the delivery as failed; an operator redelivers it", stepMissed},
+		{"alice (maintainer) opens issue #1 with the labels backlog and needs-specification", stepHumanIssue},
+		{"an agent, worker-7[bot], comments on it", stepAgentComment},
+		{"warden itself comments through its installation token", stepSelfComment},
 	}
 }
 
@@ -173,6 +179,83 @@ func stepMissed(ctx context.Context, d *demo) (string, error) {
 		return "", err
 	}
 	return fmt.Sprintf("GitHub logged %q; after redelivery warden processed it (%s)", missed.Status, r.Outcome), nil
+}
+
+// newDeliveries runs act and returns the deliveries it caused, once warden
+// has processed them.
+func (d *demo) newDeliveries(ctx context.Context, act func() error) ([]webhooks.Record, error) {
+	before := len(d.env.Sim.Deliveries())
+	if err := act(); err != nil {
+		return nil, err
+	}
+	if err := d.env.Settle(ctx); err != nil {
+		return nil, err
+	}
+	var out []webhooks.Record
+	for _, del := range d.env.Sim.Deliveries()[before:] {
+		r, err := d.processed(ctx, del.GUID)
+		if err != nil {
+			return nil, err
+		}
+		if r.State != webhooks.StateDone {
+			return nil, fmt.Errorf("%s %s is %s: %s", r.Event, r.ID, r.State, r.LastError)
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+func describe(recs []webhooks.Record) string {
+	var parts []string
+	for _, r := range recs {
+		parts = append(parts, fmt.Sprintf("%s.%s by %s → %s", r.Event, r.Action, r.Sender, r.Outcome))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func stepHumanIssue(ctx context.Context, d *demo) (string, error) {
+	alice := d.env.Person("alice", "maintain")
+	recs, err := d.newDeliveries(ctx, func() error {
+		_, err := alice.OpenIssue(d.env.Repo, "Batch WAL writes", "What must be true: ...", "backlog", "needs-specification")
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	return describe(recs), nil
+}
+
+func stepAgentComment(ctx context.Context, d *demo) (string, error) {
+	worker := d.env.Sim.As("worker-7[bot]")
+	recs, err := d.newDeliveries(ctx, func() error {
+		_, err := worker.Comment(d.env.Repo, 1, "Looking at this one.")
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	return describe(recs), nil
+}
+
+func stepSelfComment(ctx context.Context, d *demo) (string, error) {
+	gh, err := d.env.Service.App.Installation(d.env.Inst.ID)
+	if err != nil {
+		return "", err
+	}
+	recs, err := d.newDeliveries(ctx, func() error {
+		body := "a note from warden"
+		_, _, err := gh.Issues.CreateComment(ctx, d.env.Repo.Owner.Login, d.env.Repo.Name, 1, &github.IssueComment{Body: &body})
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	for _, r := range recs {
+		if r.Outcome != webhooks.OutcomeSelf {
+			return "", fmt.Errorf("warden acted on its own delivery: %s", describe(recs))
+		}
+	}
+	return describe(recs) + " (its own write: recorded, never acted on)", nil
 }
 
 // isAccepted reports go-github's error for a 202 answer, which for a

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/google/go-github/v66/github"
+
 	"github.com/wardenhq/warden/webhooks"
 )
 
@@ -68,4 +70,58 @@ func TestHarnessRedeliveryIsNotProcessedTwice(t *testing.T) {
 // isAccepted reports go-github's *AcceptedError for a 202 answer.
 func isAccepted(err error) bool {
 	return err != nil && err.Error() == "job scheduled on GitHub side; try again later"
+}
+
+// TestHarnessPeopleAndAgentsOnGitHub is the example end-to-end test: people
+// and agents act on GitHub, the simulator delivers signed webhooks, warden
+// processes each once, and warden's own writes come back as deliveries from
+// its bot, which it records without acting on.
+func TestHarnessPeopleAndAgentsOnGitHub(t *testing.T) {
+	e := New(t, Options{})
+	alice := e.Person("alice", "maintain")
+	iss, err := alice.OpenIssue(e.Repo, "Batch WAL writes", "The spec.", "backlog", "needs-specification")
+	if err != nil {
+		t.Fatal(err)
+	}
+	worker := e.Sim.As("worker-7[bot]")
+	if _, err := worker.Comment(e.Repo, iss.Number, "<!-- backlog-worker: claim item=issue-1 owner=w/1 region=local fence=1 at=2026-09-06T00:12:44Z -->"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := alice.RemoveLabel(e.Repo, iss.Number, "needs-specification"); err != nil {
+		t.Fatal(err)
+	}
+	// warden writes to GitHub through its installation client.
+	gh, err := e.Service.App.Installation(e.Inst.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := "a note from warden"
+	if _, _, err := gh.Issues.CreateComment(context.Background(), "acme", "app", iss.Number, &github.IssueComment{Body: &body}); err != nil {
+		t.Fatal(err)
+	}
+	e.MustSettle(t)
+	outcomes := deliveredAndProcessed(t, e)
+	recs, _ := e.Service.Inbox.List(context.Background(), false, 100)
+	var events []string
+	for _, r := range recs {
+		events = append(events, r.Event+"."+r.Action+"/"+r.Sender+"/"+outcomes[r.ID])
+	}
+	want := []string{
+		"issues.opened/alice/observed", "issues.labeled/alice/observed", "issues.labeled/alice/observed",
+		"issue_comment.created/worker-7[bot]/observed", "issues.unlabeled/alice/observed",
+		"issue_comment.created/" + e.Sim.BotLogin() + "/self",
+	}
+	for _, w := range want {
+		found := false
+		for i, got := range events {
+			if got == w {
+				events = append(events[:i], events[i+1:]...)
+				found = true
+				break
+			}
+		}
+		if !found {
+			t.Errorf("no delivery %s; have %v", w, events)
+		}
+	}
 }
