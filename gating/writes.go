@@ -1,0 +1,321 @@
+package gating
+
+import (
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+)
+
+// Refusal is a write the ledger refuses, whole: Reason is a defect code or a
+// verdict ("HumanActRequired"), Detail says what was wrong in words, and
+// Rejected lists each offending value (each rejected blocker, say).
+type Refusal struct {
+	Reason   string   `json:"reason"`
+	Detail   string   `json:"detail"`
+	Rejected []string `json:"rejected,omitempty"`
+}
+
+func (r *Refusal) Error() string { return r.Reason + ": " + r.Detail }
+
+func refuse(reason, format string, a ...any) *Refusal {
+	return &Refusal{Reason: reason, Detail: fmt.Sprintf(format, a...)}
+}
+
+// WriteKind says what a write does.
+type WriteKind int
+
+// The kinds of write.
+const (
+	Create WriteKind = iota
+	Update
+	Delete
+)
+
+// Write is a proposed write to one item, with what the rules need to judge
+// it. Lookup reads other items from the same snapshot (the same transaction)
+// as Before.
+type Write struct {
+	Kind          WriteKind
+	Before        *Item // nil on create
+	After         *Item // nil on delete
+	Role          Role
+	DefaultBranch string
+	Lookup        func(ItemID) (*Item, bool)
+	// Dependents are the items with a blockedBy or partOf link to this one
+	// (checked on delete).
+	Dependents []ItemID
+	// CompletionProven says the caller verified the completion proof for a
+	// write that adds state:complete; without it such a write is refused.
+	CompletionProven bool
+	// CompletionDetail explains a failed proof (e.g. "PR #7 is still open").
+	CompletionDetail string
+	CompletionReason string // completion-unproven or complete-with-open-pr
+}
+
+// CheckWrite applies every write-time rule of CONTRACT.md §9 ("Writes the
+// ledger refuses") and returns the first refusal, or nil. It never modifies
+// the write.
+func CheckWrite(w Write) *Refusal {
+	if w.Kind == Delete {
+		if len(w.Dependents) > 0 {
+			ds := make([]string, len(w.Dependents))
+			for i, d := range w.Dependents {
+				ds[i] = string(d)
+			}
+			sort.Strings(ds)
+			r := refuse("has-dependents", "%s cannot be forgotten while %s depend on it (blockedBy or partOf)", w.Before.ID, strings.Join(ds, ", "))
+			r.Rejected = ds
+			return r
+		}
+		return nil
+	}
+	a := w.After
+	for _, t := range a.Tags {
+		if err := ValidTagSyntax(t); err != nil {
+			return refuse("invalid-tag", "%v", err)
+		}
+	}
+	if probs := CheckTags(a.Tags, true); len(probs) > 0 {
+		return &Refusal{Reason: probs[0].Code, Detail: probs[0].Detail}
+	}
+	if r := checkLinkSyntax(a); r != nil {
+		return r
+	}
+	var before []string
+	var beforeLinks []Link
+	if w.Before != nil {
+		before, beforeLinks = w.Before.Tags, w.Before.Links
+	}
+	added, removed := diff(before, a.Tags)
+	// Acts reserved to humans.
+	if w.Role != RoleHuman {
+		for _, t := range removed {
+			p, _, _ := SplitTag(t)
+			if t == "state:parked" || t == "state:complete" || p == "ruling-owner" || p == "ruling-topic" {
+				return refuse("HumanActRequired", "removing %s is a human act (a human's label removal, command or token)", t)
+			}
+		}
+	}
+	if w.Kind == Update && w.Role != RolePM {
+		if b, _ := w.Before.Tag("phase"); b != "" {
+			if v, _ := a.Tag("phase"); v != b {
+				return refuse("HumanActRequired", "changing phase:%s to phase:%s after creation needs a pm token", b, v)
+			}
+		}
+	}
+	if w.Role != RolePM && w.Role != RoleHuman {
+		for _, l := range removedLinks(beforeLinks, a.Links) {
+			if l.Rel == BlockedBy || l.Rel == PartOf {
+				return refuse("HumanActRequired", "removing the %s edge to %s needs a pm or human token (it would be reported edge-removed)", l.Rel, l.Target)
+			}
+		}
+	}
+	// Parking: the route travels in the same write as state:parked.
+	if a.HasTag("state:parked") {
+		if p := ParkRoute(a.Tags); p != nil {
+			return &Refusal{Reason: p.Code, Detail: p.Detail}
+		}
+		if contains(added, "state:parked") {
+			owner, _ := a.Tag("ruling-owner")
+			topic, _ := a.Tag("ruling-topic")
+			if !contains(added, "ruling-owner:"+owner) && !contains(added, "ruling-topic:"+topic) && w.Before != nil && !w.Before.HasTag("state:parked") {
+				// A route left over from an earlier park is still a route, but
+				// the protocol asks for it in the same write: accept only if at
+				// least one half is fresh.
+				return refuse("park-without-route", "state:parked must be written with its ruling-owner: and ruling-topic: in the same write")
+			}
+		}
+	}
+	// Completion needs proof.
+	if contains(added, "state:complete") && !w.CompletionProven {
+		reason := w.CompletionReason
+		if reason == "" {
+			reason = "completion-unproven"
+		}
+		detail := w.CompletionDetail
+		if detail == "" {
+			detail = "state:complete needs a pr:<n> tag naming a pull request merged into the item's baseBranch that links it"
+		}
+		return refuse(reason, "%s", detail)
+	}
+	// Edges added in this write.
+	if r := checkNewLinks(w, removedLinks(a.Links, beforeLinks)); r != nil {
+		return r
+	}
+	// An epic's member never targets the default branch.
+	if len(a.Targets(PartOf)) > 0 {
+		if bb, _ := a.Tag("baseBranch"); bb == w.DefaultBranch && w.DefaultBranch != "" {
+			return refuse("epic-child-on-main", "%s is partOf %s but its baseBranch:%s is the default branch; a member targets its epic's branch", a.ID, strings.Join(a.Targets(PartOf), ", "), bb)
+		}
+	}
+	return nil
+}
+
+// diff returns tags in after but not before, and in before but not after.
+func diff(before, after []string) (added, removed []string) {
+	b := map[string]bool{}
+	for _, t := range before {
+		b[t] = true
+	}
+	a := map[string]bool{}
+	for _, t := range after {
+		a[t] = true
+		if !b[t] {
+			added = append(added, t)
+		}
+	}
+	for _, t := range before {
+		if !a[t] {
+			removed = append(removed, t)
+		}
+	}
+	return added, removed
+}
+
+// removedLinks returns links in from that are not in to.
+func removedLinks(from, to []Link) []Link {
+	in := map[Link]bool{}
+	for _, l := range to {
+		in[l] = true
+	}
+	var out []Link
+	for _, l := range from {
+		if !in[l] {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func checkLinkSyntax(a *Item) *Refusal {
+	for _, l := range a.Links {
+		if !ValidRel(l.Rel) {
+			return refuse("invalid-link", "%q is not a relation (blockedBy, anchoredTo, partOf, integrates, informs, related, claims)", l.Rel)
+		}
+		if l.Rel == AnchoredTo {
+			if !ValidAnchor(l.Target) {
+				return refuse("invalid-link", "anchoredTo %q is not a repository-relative path", l.Target)
+			}
+			continue
+		}
+		if l.Rel == Claims {
+			if l.Target == "" || len(l.Target) > 300 {
+				return refuse("invalid-link", "claims link target must be 1 to 300 characters")
+			}
+			continue
+		}
+		if _, err := ParseID(l.Target); err != nil {
+			return refuse("invalid-link", "%s target: %v", l.Rel, err)
+		}
+		if ItemID(l.Target) == a.ID {
+			return refuse("invalid-link", "%s links to itself through %s", a.ID, l.Rel)
+		}
+	}
+	return nil
+}
+
+// ValidAnchor reports whether p is a clean repository-relative path.
+func ValidAnchor(p string) bool {
+	if p == "" || len(p) > 1024 || strings.HasPrefix(p, "/") || strings.Contains(p, "\\") || strings.ContainsRune(p, 0) {
+		return false
+	}
+	clean := path.Clean(p)
+	if clean == ".." || strings.HasPrefix(clean, "../") {
+		return false
+	}
+	return clean == strings.TrimSuffix(p, "/") || clean+"/" == p
+}
+
+// checkNewLinks is the preflight on every write that adds a blockedBy,
+// partOf or integrates edge: the whole write is refused, naming the
+// dependent and each rejected target.
+func checkNewLinks(w Write, added []Link) *Refusal {
+	a := w.After
+	var rejected []string
+	reason := ""
+	note := func(code, target, why string) {
+		if reason == "" {
+			reason = code
+		}
+		rejected = append(rejected, fmt.Sprintf("%s (%s)", target, why))
+	}
+	for _, l := range added {
+		if l.Rel != BlockedBy && l.Rel != PartOf && l.Rel != Integrates {
+			continue
+		}
+		t, ok := w.Lookup(ItemID(l.Target))
+		if !ok {
+			code := "dangling-link"
+			if l.Rel == BlockedBy {
+				code = "dangling-blocker"
+			}
+			note(code, l.Target, "no such item")
+			continue
+		}
+		if l.Rel != BlockedBy {
+			continue
+		}
+		st, hasState := t.Tag("state")
+		switch {
+		case hasState && !contains(States, st):
+			note("invalid-blocker", l.Target, "state:"+st+" is not a recognised state")
+		case st == "parked":
+			note("stalled-by-parked", l.Target, "parked")
+		case len(CheckTags(t.Tags, false)) > 0:
+			note("invalid-blocker", l.Target, CheckTags(t.Tags, false)[0].Code)
+		}
+	}
+	if len(rejected) > 0 {
+		r := refuse(reason, "%s: rejected %s", a.ID, strings.Join(rejected, ", "))
+		r.Rejected = rejected
+		return r
+	}
+	// A new blockedBy edge must not close a cycle.
+	for _, l := range added {
+		if l.Rel != BlockedBy {
+			continue
+		}
+		if cyc := pathTo(w.Lookup, ItemID(l.Target), a.ID, a); cyc != nil {
+			names := make([]string, len(cyc))
+			for i, c := range cyc {
+				names[i] = string(c)
+			}
+			r := refuse("cycle", "%s blockedBy %s closes a cycle: %s", a.ID, l.Target, strings.Join(append([]string{string(a.ID)}, names...), " → "))
+			r.Rejected = names
+			return r
+		}
+	}
+	return nil
+}
+
+// pathTo returns a blockedBy path from 'from' to 'to' (inclusive), using
+// self for the item being written, or nil.
+func pathTo(lookup func(ItemID) (*Item, bool), from, to ItemID, self *Item) []ItemID {
+	seen := map[ItemID]bool{}
+	var walk func(id ItemID) []ItemID
+	walk = func(id ItemID) []ItemID {
+		if id == to {
+			return []ItemID{id}
+		}
+		if seen[id] {
+			return nil
+		}
+		seen[id] = true
+		var it *Item
+		if id == self.ID {
+			it = self
+		} else if x, ok := lookup(id); ok {
+			it = x
+		} else {
+			return nil
+		}
+		for _, t := range it.Targets(BlockedBy) {
+			if p := walk(ItemID(t)); p != nil {
+				return append([]ItemID{id}, p...)
+			}
+		}
+		return nil
+	}
+	return walk(from)
+}
