@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // Mandatory lists the five tag prefixes every item carries ("backlog" is a
@@ -45,6 +46,9 @@ func SplitTag(t string) (prefix, value string, ok bool) {
 func ValidTagSyntax(t string) error {
 	if t == "" || len(t) > 200 {
 		return fmt.Errorf("tag %q must be 1 to 200 characters", t)
+	}
+	if !utf8.ValidString(t) {
+		return fmt.Errorf("tag %q is not valid UTF-8", t)
 	}
 	for _, r := range t {
 		if unicode.IsSpace(r) || !unicode.IsPrint(r) {

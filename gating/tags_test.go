@@ -64,7 +64,7 @@ func TestParkRoute(t *testing.T) {
 }
 
 func TestValidTagSyntax(t *testing.T) {
-	for _, bad := range []string{"", "two words", "tab\there", ":value", strings.Repeat("x", 201), "bell\a"} {
+	for _, bad := range []string{"", "two words", "tab\there", ":value", strings.Repeat("x", 201), "bell\a", "bad\xffutf8"} {
 		if ValidTagSyntax(bad) == nil {
 			t.Errorf("%q accepted", bad)
 		}

@@ -72,6 +72,9 @@ func TestCheckWrite(t *testing.T) {
 		{"completion proven", Write{Kind: Update, Before: item(1, with("pr:3")), After: item(1, with("pr:3", "state:complete")), Role: RoleWorker, Lookup: w.lookup, CompletionProven: true}, "", ""},
 		{"forget with dependents", Write{Kind: Delete, Before: item(7, with()), Dependents: []ItemID{"issue-6", "issue-12"}}, "has-dependents", "issue-12, issue-6"},
 		{"forget a free item", Write{Kind: Delete, Before: item(2, with())}, "", ""},
+		{"phase change by warden", Write{Kind: Update, Before: item(1, with()), After: item(1, []string{"backlog", "priority:P1", "phase:research", "homeRegion:local", "baseBranch:main"}), Role: RoleWarden}, "", ""},
+		{"park with a route left on the item", Write{Kind: Update, Before: item(1, with("ruling-owner:pm", "ruling-topic:x")), After: item(1, with("ruling-owner:pm", "ruling-topic:x", "state:parked")), Role: RoleWarden}, "", ""},
+		{"claims link with a control character", Write{Kind: Update, Before: item(1, with()), After: item(1, with(), Link{Claims, "run\x00one"}), Role: RolePM}, "invalid-link", "printable"},
 	}
 	for _, c := range cases {
 		if c.write.Lookup == nil {

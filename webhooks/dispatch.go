@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -332,7 +333,7 @@ func (d *Dispatcher) process(ctx context.Context, p Pending, m Meta, payload []b
 		if err == nil {
 			d.m.Processing.WithLabelValues(p.Event).Observe(time.Since(start).Seconds())
 			d.m.Latency.WithLabelValues(p.Event).Observe(time.Since(p.ReceivedAt).Seconds())
-			d.m.Outcomes.WithLabelValues(p.Event, outcome).Inc()
+			d.m.Outcomes.WithLabelValues(p.Event, outcomeClass(outcome)).Inc()
 			log.Debug("delivery processed", "outcome", outcome, "attempt", dv.Attempt)
 			return
 		}
@@ -347,6 +348,24 @@ func (d *Dispatcher) process(ctx context.Context, p Pending, m Meta, payload []b
 	}
 	d.m.Processing.WithLabelValues(p.Event).Observe(time.Since(start).Seconds())
 	d.recordFailure(log, p, m, dv.Attempt, err)
+}
+
+// outcomeClass is the bounded metric label for a free-text outcome: its
+// first word ("self: ignored" → "self"), or "other".
+func outcomeClass(outcome string) string {
+	w := outcome
+	if i := strings.IndexAny(w, " :;,"); i >= 0 {
+		w = w[:i]
+	}
+	if w == "" || len(w) > 32 {
+		return "other"
+	}
+	for _, c := range w {
+		if (c < 'a' || c > 'z') && c != '-' && c != '_' {
+			return "other"
+		}
+	}
+	return w
 }
 
 // safeHandle runs a handler, turning a panic into a failed try (retried,

@@ -309,7 +309,7 @@ func TestDispatchSelfDeliveries(t *testing.T) {
 	rd := startDispatcher(t, ib, HandlerFunc(router.Dispatch), DispatchOptions{})
 	want := map[string]string{
 		"own-issue":   OutcomeSelf,
-		"own-comment": "booked",
+		"own-comment": OutcomeSelf + ": booked",
 		"human":       "acted",
 		"lookalike":   "acted",
 		"unrouted":    OutcomeUnhandled,

@@ -82,7 +82,7 @@ func (r *Router) Events() []string {
 
 // Outcomes the router itself records.
 const (
-	OutcomeSelf      = "self"      // caused by warden's own bot; recorded only
+	OutcomeSelf      = "self"      // caused by warden's own bot; recorded only (a bookkeeper's note follows ": ")
 	OutcomeUnhandled = "unhandled" // no handler (the router changed since it was stored)
 )
 
@@ -90,7 +90,9 @@ const (
 func (r *Router) Dispatch(ctx context.Context, d *Delivery) (Result, error) {
 	if d.FromSelf {
 		if b, ok := r.bookkeepers[d.Event]; ok {
-			return b.Handle(ctx, d)
+			res, err := b.Handle(ctx, d)
+			res.Outcome = OutcomeSelf + ": " + res.Outcome
+			return res, err
 		}
 		return Result{Outcome: OutcomeSelf}, nil
 	}

@@ -13,7 +13,9 @@ import (
 
 	"github.com/google/go-github/v66/github"
 
+	"github.com/wardenhq/warden/gating"
 	"github.com/wardenhq/warden/internal/harness"
+	"github.com/wardenhq/warden/mirror"
 	"github.com/wardenhq/warden/webhooks"
 )
 
@@ -24,7 +26,9 @@ type demoStep struct {
 }
 
 type demo struct {
-	env *harness.Env
+	env   *harness.Env
+	item  string // the item the API steps work on
+	token int64  // its fencing token
 }
 
 func runDemo(ctx context.Context, e env, args []string) int {
@@ -80,6 +84,9 @@ func demoSteps() []demoStep {
 		{"alice (maintainer) opens issue #1 with the labels backlog and needs-specification", stepHumanIssue},
 		{"an agent, worker-7[bot], comments on it", stepAgentComment},
 		{"warden itself comments through its installation token", stepSelfComment},
+		{"the project-manager agent creates an item through the agent API", stepAPICreate},
+		{"a worker claims it; a second claimant and an unfenced write are refused", stepClaim},
+		{"the worker renews without a length, then releases", stepRenewRelease},
 	}
 }
 
@@ -251,11 +258,78 @@ func stepSelfComment(ctx context.Context, d *demo) (string, error) {
 		return "", err
 	}
 	for _, r := range recs {
-		if r.Outcome != webhooks.OutcomeSelf {
+		if !strings.HasPrefix(r.Outcome, webhooks.OutcomeSelf) {
 			return "", fmt.Errorf("warden acted on its own delivery: %s", describe(recs))
 		}
 	}
 	return describe(recs) + " (its own write: recorded, never acted on)", nil
+}
+
+func stepAPICreate(ctx context.Context, d *demo) (string, error) {
+	var created struct {
+		ID      string   `json:"id"`
+		Tags    []string `json:"tags"`
+		Outcome string   `json:"outcome"`
+	}
+	code, err := d.env.API(ctx, harness.PMToken, http.MethodPost, "/items", map[string]any{
+		"title": "Shard the claim table", "specification": "What must be true: ...", "tags": []string{"priority:P1"},
+	}, &created)
+	if err != nil || code != http.StatusCreated {
+		return "", fmt.Errorf("POST /items answered %d (%v)", code, err)
+	}
+	if err := d.env.Settle(ctx); err != nil {
+		return "", err
+	}
+	n := gating.ItemID(created.ID).Number()
+	var labels []string
+	d.env.Sim.Locked(func() {
+		for _, l := range d.env.Repo.Issues[n].Labels {
+			labels = append(labels, l.Name)
+		}
+	})
+	d.item = created.ID
+	return fmt.Sprintf("GitHub issue #%d opened with labels %v, then item %s with %v", n, labels, created.ID, created.Tags), nil
+}
+
+func stepClaim(ctx context.Context, d *demo) (string, error) {
+	var c, other mirror.ClaimResult
+	if _, err := d.env.API(ctx, harness.WorkerToken, http.MethodPost, "/items/"+d.item+"/claim", map[string]any{"owner": "worker-7/run-1", "leaseSeconds": 600}, &c); err != nil || !c.Granted {
+		return "", fmt.Errorf("claim not granted: %+v %v", c, err)
+	}
+	d.token = *c.FencingToken
+	if _, err := d.env.API(ctx, harness.PMToken, http.MethodPost, "/items/"+d.item+"/claim", map[string]any{"owner": "pm/sweep"}, &other); err != nil || other.Granted {
+		return "", fmt.Errorf("a second claim was granted: %+v %v", other, err)
+	}
+	var problem struct {
+		Reason string `json:"reason"`
+	}
+	code, err := d.env.API(ctx, harness.WorkerToken, http.MethodPatch, "/items/"+d.item, map[string]any{"body": "resumeNote: half done"}, &problem)
+	if err != nil || code != http.StatusConflict {
+		return "", fmt.Errorf("an unfenced write answered %d (%v)", code, err)
+	}
+	return fmt.Sprintf("granted fencing token %d for %ss; the second claimant: %s; the unfenced write: %s", d.token, fmtSeconds(c.LeaseSeconds), *other.Reason, problem.Reason), nil
+}
+
+func stepRenewRelease(ctx context.Context, d *demo) (string, error) {
+	var r mirror.ClaimResult
+	if _, err := d.env.API(ctx, harness.WorkerToken, http.MethodPost, "/items/"+d.item+"/renew", map[string]any{"fencingToken": d.token}, &r); err != nil || !r.Granted {
+		return "", fmt.Errorf("renew: %+v %v", r, err)
+	}
+	if r.LeaseShortened == nil || !*r.LeaseShortened {
+		return "", errors.New("a renew without a length did not report leaseShortened")
+	}
+	var rel mirror.ReleaseResult
+	if _, err := d.env.API(ctx, harness.WorkerToken, http.MethodPost, "/items/"+d.item+"/release", map[string]any{"fencingToken": d.token}, &rel); err != nil || !rel.Released {
+		return "", fmt.Errorf("release: %+v %v", rel, err)
+	}
+	return fmt.Sprintf("renewed to %ss with leaseShortened: true (was until %s); released fence %d", fmtSeconds(r.LeaseSeconds), *r.PreviousLeaseExpiresAtUtc, rel.FencingToken), nil
+}
+
+func fmtSeconds(s *float64) string {
+	if s == nil {
+		return "?"
+	}
+	return fmt.Sprintf("%.0f", *s)
 }
 
 // isAccepted reports go-github's error for a 202 answer, which for a

@@ -49,6 +49,7 @@ func commands() []command {
 		{"demo", "run the whole service against the built-in GitHub simulator and a scripted backlog", runDemo},
 		{"migrate", "create or upgrade the database schema", runMigrate},
 		{"deliveries", "list the inbox and its dead letters, or retry dead letters", runDeliveries},
+		{"items", "list, show, claim or release backlog items in the ledger", runItems},
 		{"version", "print the version", runVersion},
 	}
 }

@@ -175,8 +175,8 @@ func TestServeEndToEnd(t *testing.T) {
 			t.Errorf("%s recorded as %s#%d", r.ID, r.Repo, r.Number)
 		}
 	}
-	if len(recs) != 2 || outcomes["d-1"] != "observed" || outcomes["d-2"] != webhooks.OutcomeSelf {
-		t.Fatalf("outcomes %v (want d-1 observed, d-2 self; star not stored)", outcomes)
+	if len(recs) != 2 || outcomes["d-1"] != "repository not served" || !strings.HasPrefix(outcomes["d-2"], webhooks.OutcomeSelf) {
+		t.Fatalf("outcomes %v (want d-1 "repository not served" (no installation event taught it), d-2 self; star not stored)", outcomes)
 	}
 	_, metrics := get(t, admin+"/metrics")
 	for _, want := range []string{

@@ -25,6 +25,15 @@ import (
 // Secret is the webhook secret the simulator signs with.
 const Secret = "harness-webhook-secret"
 
+// API tokens the harness configures (WARDEN_API_TOKENS), by role: a project
+// manager "pm", a worker "worker-7" (its owners begin "worker-7/"), and a
+// maintainer's own token "alice" (role human).
+const (
+	PMToken     = "harness-pm-token-0000000001"
+	WorkerToken = "harness-worker-token-000002"
+	HumanToken  = "harness-human-token-0000003"
+)
+
 // Options shape an environment. Zero values take the defaults.
 type Options struct {
 	// Dir holds the database; a temporary directory when empty (removed by Close).
@@ -83,6 +92,11 @@ func Start(ctx context.Context, o Options) (*Env, error) {
 		GitHubAPIURL: e.GitHub.URL + "/", Region: "local", LogLevel: "debug",
 		LeaseDefault: 30 * time.Second, LeaseMax: 30 * time.Minute, Quarantine: time.Hour, ReconcileInterval: 10 * time.Minute,
 		MCPRepos: map[string]string{},
+		APITokens: []config.APIToken{
+			{Name: "pm", Token: PMToken, Role: "pm"},
+			{Name: "worker-7", Token: WorkerToken, Role: "worker"},
+			{Name: "alice", Token: HumanToken, Role: "human"},
+		},
 	}
 	if o.Settings != nil {
 		o.Settings(s)

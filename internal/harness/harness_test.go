@@ -2,9 +2,13 @@ package harness
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/google/go-github/v66/github"
+
+	"github.com/wardenhq/warden/gating"
+	"github.com/wardenhq/warden/mirror"
 
 	"github.com/wardenhq/warden/webhooks"
 )
@@ -38,15 +42,20 @@ func deliveredAndProcessed(t *testing.T, e *Env) map[string]string {
 
 func TestHarnessDeliversInstallationEvents(t *testing.T) {
 	e := New(t, Options{})
-	outcomes := deliveredAndProcessed(t, e)
-	if len(outcomes) != 2 {
-		t.Fatalf("want the installation and installation_repositories deliveries, got %v", outcomes)
+	deliveredAndProcessed(t, e)
+	// The installation taught warden the repository, and warden created the
+	// labels it needs (its own label.created deliveries come back as self).
+	r, err := e.Service.Ledger.Repo(context.Background(), "acme/app")
+	if err != nil || r.Installation != e.Inst.ID || r.DefaultBranch != "main" {
+		t.Fatalf("repository recorded as %+v (%v)", r, err)
 	}
-	for id, o := range outcomes {
-		if o != "observed" {
-			t.Errorf("delivery %s outcome %q", id, o)
+	e.Sim.Locked(func() {
+		for _, l := range []string{"backlog", "needs-specification", "stale"} {
+			if e.Repo.Labels[l] == nil {
+				t.Errorf("label %q was not created", l)
+			}
 		}
-	}
+	})
 }
 
 func TestHarnessRedeliveryIsNotProcessedTwice(t *testing.T) {
@@ -62,8 +71,9 @@ func TestHarnessRedeliveryIsNotProcessedTwice(t *testing.T) {
 	if last.GUID != first.GUID || !last.Redelivery || last.StatusCode != 200 {
 		t.Fatalf("redelivery answered %d (%s), want 200 for a duplicate", last.StatusCode, last.Status)
 	}
-	if outcomes := deliveredAndProcessed(t, e); len(outcomes) != 2 {
-		t.Fatalf("inbox has %d deliveries after a redelivery, want 2", len(outcomes))
+	before := len(e.Sim.Deliveries()) - 1 // all but the redelivery
+	if outcomes := deliveredAndProcessed(t, e); len(outcomes) != before {
+		t.Fatalf("inbox has %d deliveries after a redelivery, want %d", len(outcomes), before)
 	}
 }
 
@@ -107,8 +117,8 @@ func TestHarnessPeopleAndAgentsOnGitHub(t *testing.T) {
 		events = append(events, r.Event+"."+r.Action+"/"+r.Sender+"/"+outcomes[r.ID])
 	}
 	want := []string{
-		"issues.opened/alice/observed", "issues.labeled/alice/observed", "issues.labeled/alice/observed",
-		"issue_comment.created/worker-7[bot]/observed", "issues.unlabeled/alice/observed",
+		"issues.opened/alice/item issue-1 made by alice, admitted at creation", "issues.labeled/alice/item exists",
+		"issues.labeled/alice/ignored", "issue_comment.created/worker-7[bot]/observed", "issues.unlabeled/alice/ignored",
 		"issue_comment.created/" + e.Sim.BotLogin() + "/self",
 	}
 	for _, w := range want {
@@ -123,5 +133,84 @@ func TestHarnessPeopleAndAgentsOnGitHub(t *testing.T) {
 		if !found {
 			t.Errorf("no delivery %s; have %v", w, events)
 		}
+	}
+}
+
+// TestItemsFromGitHub: an issue that gains the item label becomes an item
+// with the repository's default tags; a maintainer's item is admitted at
+// creation, an agent's or an outsider's is gated with the admission label.
+func TestItemsFromGitHub(t *testing.T) {
+	e := New(t, Options{})
+	ctx := context.Background()
+	alice := e.Person("alice", "maintain")
+	bob := e.Person("bob", "read")
+	agent := e.Sim.As("worker-7[bot]")
+	e.Sim.SetRole(e.Repo, "worker-7[bot]", "write")
+
+	byAlice, _ := alice.OpenIssue(e.Repo, "by alice", "spec", "backlog")
+	byAgent, _ := agent.OpenIssue(e.Repo, "by an agent", "spec", "backlog")
+	plain, _ := bob.OpenIssue(e.Repo, "by bob", "spec")
+	if _, err := bob.AddLabels(e.Repo, plain.Number, "backlog"); err == nil {
+		t.Fatal("a reader added a label") // GitHub needs triage to label
+	}
+	if _, err := alice.AddLabels(e.Repo, plain.Number, "backlog"); err != nil {
+		t.Fatal(err)
+	}
+	e.MustSettle(t)
+	repo, _ := e.Service.Ledger.Repo(ctx, "acme/app")
+	labels := func(n int) map[string]bool {
+		out := map[string]bool{}
+		e.Sim.Locked(func() {
+			for _, l := range e.Repo.Issues[n].Labels {
+				out[l.Name] = true
+			}
+		})
+		return out
+	}
+	for _, c := range []struct {
+		number   int
+		admitted bool
+	}{{byAlice.Number, true}, {byAgent.Number, false}, {plain.Number, true}} {
+		it, err := e.Service.Ledger.Get(ctx, repo.ID, gating.IDFor(c.number))
+		if err != nil {
+			t.Fatalf("#%d is not an item: %v", c.number, err)
+		}
+		want := []string{"backlog", "priority:P2", "phase:implementation", "homeRegion:local", "baseBranch:main"}
+		for _, tag := range want {
+			if !it.Snapshot().HasTag(tag) {
+				t.Errorf("#%d lacks %s: %v", c.number, tag, it.Tags)
+			}
+		}
+		adm, err := e.Service.Acts.Admission(ctx, repo.ID, c.number)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gated := labels(c.number)["needs-specification"]
+		if c.admitted && (adm == nil || gated) {
+			t.Errorf("#%d should be admitted at creation: act %v, gated %v", c.number, adm, gated)
+		}
+		if !c.admitted && (adm != nil || !gated) {
+			t.Errorf("#%d should be gated: act %v, admission label %v", c.number, adm, gated)
+		}
+	}
+	// Handling the same deliveries again changes nothing (idempotent): run
+	// the handler on every issues delivery a second time.
+	writes := e.Sim.Calls(e.Inst.ID).Writes
+	for _, d := range e.Sim.Deliveries() {
+		if d.Event != "issues" {
+			continue
+		}
+		from := strings.Contains(string(d.Payload), `"login":"`+e.Sim.BotLogin()+`"`)
+		if _, err := e.Service.Mirror.HandleIssues(ctx, mirror.Event{Name: d.Event, Action: d.Action, DeliveryID: d.GUID,
+			Installation: d.InstallationID, Payload: d.Payload, FromSelf: from}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.MustSettle(t)
+	if after := e.Sim.Calls(e.Inst.ID).Writes; after != writes {
+		t.Errorf("handling the deliveries again made %d more GitHub writes", after-writes)
+	}
+	if n := len(labels(byAgent.Number)); n != 2 {
+		t.Errorf("agent's item has %d labels after redelivery, want 2", n)
 	}
 }

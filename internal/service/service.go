@@ -22,8 +22,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/wardenhq/warden/app"
+	"github.com/wardenhq/warden/internal/agentapi"
 	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/db"
+	"github.com/wardenhq/warden/mirror"
 	"github.com/wardenhq/warden/webhooks"
 )
 
@@ -39,6 +41,9 @@ type Service struct {
 	Dispatcher *webhooks.Dispatcher
 	Metrics    *webhooks.Metrics
 	Registry   *prometheus.Registry
+	Ledger     *mirror.Ledger
+	Acts       *mirror.Acts
+	Mirror     *mirror.Mirror
 	// Public serves /webhooks, /healthz, /readyz (and later /api/v1, /mcp);
 	// Admin serves the status page and /metrics.
 	Public http.Handler
@@ -79,7 +84,18 @@ func Build(ctx context.Context, s *config.Settings, log *slog.Logger, o Options)
 		return nil, &config.Error{Msg: fmt.Sprintf("GitHub App: %v", err)}
 	}
 	svc.Metrics = webhooks.NewMetrics(svc.Registry)
-	svc.Router = NewRouter()
+	if svc.Ledger, err = mirror.OpenLedger(ctx, d, mirror.Config{Region: s.Region, LeaseDefault: s.LeaseDefault,
+		LeaseMax: s.LeaseMax, Quarantine: s.Quarantine}); err != nil {
+		svc.Close()
+		return nil, fmt.Errorf("open the ledger: %w", err)
+	}
+	if svc.Acts, err = mirror.OpenActs(ctx, d); err != nil {
+		svc.Close()
+		return nil, fmt.Errorf("open the acts record: %w", err)
+	}
+	svc.Mirror = &mirror.Mirror{Ledger: svc.Ledger, Acts: svc.Acts, GitHub: svc.App, Perms: mirror.NewPermissions(),
+		Region: s.Region, Agents: s.Agents, Log: log.With("component", "mirror")}
+	svc.Router = NewRouter(svc.Mirror)
 	opts := o.Dispatch
 	opts.Identity = func(ctx context.Context) (string, error) {
 		id, err := svc.App.Identity(ctx)
@@ -90,15 +106,22 @@ func Build(ctx context.Context, s *config.Settings, log *slog.Logger, o Options)
 	ingress := webhooks.NewIngress(svc.Inbox, svc.Metrics, log, webhooks.IngressOptions{
 		Secrets: s.WebhookSecrets, Handles: svc.Router.Handles,
 	})
-	svc.Public = svc.publicRoutes(ingress)
+	defaults := mirror.DefaultSettings()
+	api := agentapi.New(svc.Ledger, agentapi.AppGitHub(svc.App), s.APITokens, agentapi.Options{
+		ItemLabel: defaults.ItemLabel, AdmissionLabel: defaults.AdmissionLabel,
+		DefaultPriority: defaults.DefaultPriority, DefaultPhase: defaults.DefaultPhase, Region: s.Region,
+		Admissions: svc.Acts, RepoKeys: s.MCPRepos,
+	}, log)
+	svc.Public = svc.publicRoutes(ingress, api)
 	svc.Admin = svc.adminRoutes()
 	return svc, nil
 }
 
-func (svc *Service) publicRoutes(ingress http.Handler) http.Handler {
+func (svc *Service) publicRoutes(ingress, api http.Handler) http.Handler {
 	r := chi.NewRouter()
 	r.Use(middleware.Recoverer)
 	r.Method(http.MethodPost, "/webhooks", ingress)
+	r.Mount("/api/v1", api)
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(w, "ok")

@@ -1,0 +1,150 @@
+package agentapi
+
+import (
+	"math"
+	"net/http"
+
+	"github.com/wardenhq/warden/gating"
+	"github.com/wardenhq/warden/mirror"
+)
+
+// claimRequest is POST /items/{id}/claim.
+type claimRequest struct {
+	Owner          string   `json:"owner"`
+	LeaseSeconds   *float64 `json:"leaseSeconds"`
+	MaxWaitSeconds *float64 `json:"maxWaitSeconds"`
+	Branch         string   `json:"branch"`
+	Purpose        string   `json:"purpose"`
+}
+
+// renewRequest is POST /items/{id}/renew.
+type renewRequest struct {
+	FencingToken *int64   `json:"fencingToken"`
+	LeaseSeconds *float64 `json:"leaseSeconds"`
+}
+
+// releaseRequest is POST /items/{id}/release.
+type releaseRequest struct {
+	FencingToken *int64 `json:"fencingToken"`
+}
+
+func checkLease(field string, v *float64) *Problem {
+	if v != nil && (math.IsNaN(*v) || *v <= 0) {
+		return invalid(field, "%s must be a number of seconds above 0 (the lease granted is clamped to the ceiling; act on the returned leaseSeconds)", field)
+	}
+	return nil
+}
+
+func (h *handler) claim(w http.ResponseWriter, r *http.Request) {
+	id, ok := h.pathID(w, r)
+	if !ok {
+		return
+	}
+	var req claimRequest
+	if p := decode(w, r, &req, false); p != nil {
+		h.fail(w, r, p)
+		return
+	}
+	var prob *Problem
+	switch {
+	case req.Owner == "":
+		prob = invalid("owner", "owner is required (who holds the claim, e.g. %q)", credOf(r).name+"/run-1")
+	case !ownerRe.MatchString(req.Owner):
+		prob = invalid("owner", "owner %q must be 1 to 200 characters of letters, digits and . _ / @ : + - (no spaces: it goes into claim markers)", req.Owner)
+	case req.Branch != "":
+		prob = checkBranch("branch", req.Branch)
+	}
+	if prob == nil {
+		prob = checkLease("leaseSeconds", req.LeaseSeconds)
+	}
+	if prob == nil && req.MaxWaitSeconds != nil && (math.IsNaN(*req.MaxWaitSeconds) || *req.MaxWaitSeconds < 0 || *req.MaxWaitSeconds > maxWait) {
+		prob = invalid("maxWaitSeconds", "maxWaitSeconds must be from 0 to %d", maxWait)
+	}
+	if prob == nil && req.Purpose != "" && req.Purpose != "maintenance" {
+		prob = invalid("purpose", "purpose is %q; it may only be omitted or \"maintenance\"", req.Purpose)
+	}
+	if prob != nil {
+		h.fail(w, r, prob)
+		return
+	}
+	c := credOf(r)
+	if req.Purpose == "maintenance" {
+		if p := requireRole(r, "a maintenance claim", gating.RolePM, gating.RoleHuman); p != nil {
+			h.fail(w, r, p)
+			return
+		}
+	}
+	if c.role == gating.RoleWorker && !ownedBy(req.Owner, c.name) {
+		h.fail(w, r, forbidden(ReasonOwnerNotAllowed, "a worker token named %s claims only under owners beginning with %q, not %q", c.name, c.name+"/", req.Owner))
+		return
+	}
+	res, err := h.ledger.Claim(r.Context(), repoOf(r).ID, id, mirror.ClaimRequest{Owner: req.Owner, LeaseSeconds: req.LeaseSeconds,
+		MaxWaitSeconds: req.MaxWaitSeconds, Branch: req.Branch, Purpose: req.Purpose}, actorOf(r))
+	if err != nil {
+		h.failErr(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (h *handler) renew(w http.ResponseWriter, r *http.Request) {
+	id, ok := h.pathID(w, r)
+	if !ok {
+		return
+	}
+	var req renewRequest
+	if p := decode(w, r, &req, false); p != nil {
+		h.fail(w, r, p)
+		return
+	}
+	prob := checkToken("fencingToken", req.FencingToken, true)
+	if prob == nil {
+		prob = checkLease("leaseSeconds", req.LeaseSeconds)
+	}
+	if prob != nil {
+		h.fail(w, r, prob)
+		return
+	}
+	res, err := h.ledger.Renew(r.Context(), repoOf(r).ID, id, *req.FencingToken, req.LeaseSeconds, actorOf(r))
+	if err != nil {
+		h.failErr(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (h *handler) release(w http.ResponseWriter, r *http.Request) {
+	id, ok := h.pathID(w, r)
+	if !ok {
+		return
+	}
+	var req releaseRequest
+	if p := decode(w, r, &req, false); p != nil {
+		h.fail(w, r, p)
+		return
+	}
+	prob := checkToken("fencingToken", req.FencingToken, true)
+	if prob != nil {
+		h.fail(w, r, prob)
+		return
+	}
+	res, err := h.ledger.Release(r.Context(), repoOf(r).ID, id, *req.FencingToken, actorOf(r))
+	if err != nil {
+		h.failErr(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (h *handler) claimStatus(w http.ResponseWriter, r *http.Request) {
+	id, ok := h.pathID(w, r)
+	if !ok {
+		return
+	}
+	st, err := h.ledger.Status(r.Context(), repoOf(r).ID, id)
+	if err != nil {
+		h.failErr(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, st)
+}

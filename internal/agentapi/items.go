@@ -1,0 +1,352 @@
+package agentapi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/wardenhq/warden/gating"
+	"github.com/wardenhq/warden/mirror"
+)
+
+// ItemView is an item as the API shows it.
+type ItemView struct {
+	ID         gating.ItemID `json:"id"`
+	Number     int           `json:"number"`
+	Title      string        `json:"title"`
+	Body       string        `json:"body"`
+	Author     string        `json:"author"`
+	Provenance string        `json:"provenance"`
+	CreatedAt  string        `json:"createdAt"`
+	UpdatedAt  string        `json:"updatedAt"`
+	Tags       []string      `json:"tags"`
+	Links      []gating.Link `json:"links"`
+}
+
+// ViewOf is an item as the API (and the CLI's --json) shows it: tags and
+// links never null, times in the protocol's UTC format.
+func ViewOf(it mirror.Item) ItemView {
+	v := ItemView{ID: it.ID, Number: it.ID.Number(), Title: it.Title, Body: it.Body, Author: it.Author,
+		Provenance: it.Provenance, Tags: it.Tags, Links: it.Links}
+	if !it.CreatedAt.IsZero() {
+		v.CreatedAt = mirror.Timestamp(it.CreatedAt)
+	}
+	if !it.UpdatedAt.IsZero() {
+		v.UpdatedAt = mirror.Timestamp(it.UpdatedAt)
+	}
+	if v.Tags == nil {
+		v.Tags = []string{}
+	}
+	if v.Links == nil {
+		v.Links = []gating.Link{}
+	}
+	return v
+}
+
+// ItemDetail is GET /items/{id}: the item with its attempts, claim status
+// and link findings.
+type ItemDetail struct {
+	ItemView
+	// Attempts counts the custody-changing, non-maintenance grants in the
+	// grant log (the comment trail refines it once warden reads it).
+	Attempts      int                `json:"attempts"`
+	Claim         mirror.ClaimStatus `json:"claim"`
+	StaleLinks    []gating.Link      `json:"staleLinks"`
+	DanglingLinks []gating.Link      `json:"danglingLinks"`
+}
+
+// ItemPage is GET /items.
+type ItemPage struct {
+	Items      []ItemView `json:"items"`
+	NextCursor *string    `json:"nextCursor"`
+}
+
+// Attempts counts the attempts in a grant log: every custody-changing grant
+// that is not a maintenance claim. A grant changes custody when it is the
+// first, when the previous (non-maintenance) grant was released, or when it
+// goes to another owner; a same-owner re-claim of its own unreleased claim
+// is not an attempt.
+func Attempts(grants []mirror.Grant) int {
+	gs := append([]mirror.Grant(nil), grants...)
+	sort.SliceStable(gs, func(i, j int) bool { return gs[i].Fence < gs[j].Fence })
+	n := 0
+	var prev *mirror.Grant
+	for i := range gs {
+		g := &gs[i]
+		if g.Purpose == "maintenance" {
+			continue
+		}
+		if prev == nil || prev.ReleasedAt != nil || prev.Owner != g.Owner {
+			n++
+		}
+		prev = g
+	}
+	return n
+}
+
+func (h *handler) pathID(w http.ResponseWriter, r *http.Request) (gating.ItemID, bool) {
+	id, p := itemID(chi.URLParam(r, "id"))
+	if p != nil {
+		h.fail(w, r, p)
+		return "", false
+	}
+	return id, true
+}
+
+func (h *handler) listItems(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	after, p := decodeCursor(q.Get("cursor"))
+	if p != nil {
+		h.fail(w, r, p)
+		return
+	}
+	limit, p := parseLimit(q.Get("limit"))
+	if p != nil {
+		h.fail(w, r, p)
+		return
+	}
+	items, err := h.ledger.List(r.Context(), repoOf(r).ID, after, limit)
+	if err != nil {
+		h.failErr(w, r, err)
+		return
+	}
+	page := ItemPage{Items: make([]ItemView, 0, len(items))}
+	for _, it := range items {
+		page.Items = append(page.Items, ViewOf(it))
+	}
+	// A full page may have more behind it; the last page may be empty.
+	if len(items) >= limit && len(items) > 0 {
+		c := encodeCursor(items[len(items)-1].ID.Number())
+		page.NextCursor = &c
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+func (h *handler) getItem(w http.ResponseWriter, r *http.Request) {
+	id, ok := h.pathID(w, r)
+	if !ok {
+		return
+	}
+	ctx, repo := r.Context(), repoOf(r)
+	it, err := h.ledger.Get(ctx, repo.ID, id)
+	if err != nil {
+		h.failErr(w, r, err)
+		return
+	}
+	d, err := Describe(ctx, h.ledger, repo.ID, it)
+	if err != nil {
+		h.failErr(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, d)
+}
+
+// ItemReader is what Describe reads (*mirror.Ledger).
+type ItemReader interface {
+	Get(ctx context.Context, repoID int64, id gating.ItemID) (mirror.Item, error)
+	Status(ctx context.Context, repoID int64, id gating.ItemID) (mirror.ClaimStatus, error)
+	Grants(ctx context.Context, repoID int64, id gating.ItemID) ([]mirror.Grant, error)
+}
+
+// Describe is GET /items/{id}'s answer for an item: its claim status,
+// attempts from the grant log, and its dangling links (targets that are not
+// items). staleLinks is empty until anchors are checked against the tree.
+func Describe(ctx context.Context, l ItemReader, repoID int64, it mirror.Item) (ItemDetail, error) {
+	d := ItemDetail{ItemView: ViewOf(it), StaleLinks: []gating.Link{}, DanglingLinks: []gating.Link{}}
+	st, err := l.Status(ctx, repoID, it.ID)
+	if err != nil {
+		return d, err
+	}
+	d.Claim = st
+	gs, err := l.Grants(ctx, repoID, it.ID)
+	if err != nil {
+		return d, err
+	}
+	d.Attempts = Attempts(gs)
+	seen := map[string]bool{}
+	for _, link := range it.Links {
+		if link.Rel == gating.AnchoredTo || link.Rel == gating.Claims {
+			continue
+		}
+		exists, ok := seen[link.Target]
+		if !ok {
+			_, err := l.Get(ctx, repoID, gating.ItemID(link.Target))
+			switch {
+			case err == nil:
+				exists = true
+			case errors.Is(err, mirror.ErrNotFound):
+				exists = false
+			default:
+				return d, err
+			}
+			seen[link.Target] = exists
+		}
+		if !exists {
+			d.DanglingLinks = append(d.DanglingLinks, link)
+		}
+	}
+	return d, nil
+}
+
+// patchRequest is PATCH /items/{id}.
+type patchRequest struct {
+	Title        *string  `json:"title"`
+	Body         *string  `json:"body"`
+	Author       *string  `json:"author"`
+	Provenance   *string  `json:"provenance"`
+	AddTags      []string `json:"addTags"`
+	RemoveTags   []string `json:"removeTags"`
+	AddLinks     []linkIn `json:"addLinks"`
+	RemoveLinks  []linkIn `json:"removeLinks"`
+	FencingToken *int64   `json:"fencingToken"`
+}
+
+func (h *handler) patchItem(w http.ResponseWriter, r *http.Request) {
+	id, ok := h.pathID(w, r)
+	if !ok {
+		return
+	}
+	ctx, repo, actor := r.Context(), repoOf(r), actorOf(r)
+	var req patchRequest
+	if p := decode(w, r, &req, false); p != nil {
+		h.fail(w, r, p)
+		return
+	}
+	p := mirror.Patch{Title: req.Title, Body: req.Body, Author: req.Author, Provenance: req.Provenance,
+		AddTags: req.AddTags, RemoveTags: req.RemoveTags, FencingToken: req.FencingToken}
+	var prob *Problem
+	if req.Title != nil {
+		prob = checkText("title", *req.Title, 1, maxTitle)
+	}
+	if prob == nil && req.Body != nil {
+		prob = checkText("body", *req.Body, 0, maxBody)
+	}
+	if prob == nil && req.Author != nil {
+		prob = checkText("author", *req.Author, 0, maxAuthor)
+	}
+	if prob == nil && req.Provenance != nil {
+		prob = checkText("provenance", *req.Provenance, 0, maxProvenance)
+	}
+	if prob == nil {
+		prob = checkTags("addTags", req.AddTags)
+	}
+	if prob == nil {
+		prob = checkTags("removeTags", req.RemoveTags)
+	}
+	if prob == nil {
+		p.AddLinks, prob = h.normalizeLinks("addLinks", repo, req.AddLinks)
+	}
+	if prob == nil {
+		p.RemoveLinks, prob = h.normalizeLinks("removeLinks", repo, req.RemoveLinks)
+	}
+	if prob == nil {
+		prob = checkToken("fencingToken", req.FencingToken, false)
+	}
+	if prob == nil && req.Title == nil && req.Body == nil && req.Author == nil && req.Provenance == nil &&
+		len(req.AddTags) == 0 && len(req.RemoveTags) == 0 && len(p.AddLinks) == 0 && len(p.RemoveLinks) == 0 {
+		prob = invalid("", "the patch changes nothing: give at least one of title, body, author, provenance, addTags, removeTags, addLinks, removeLinks")
+	}
+	if prob != nil {
+		h.fail(w, r, prob)
+		return
+	}
+	var opts mirror.WriteOptions
+	if containsStr(req.AddTags, "state:complete") {
+		before, err := h.ledger.Get(ctx, repo.ID, id)
+		if err != nil {
+			h.failErr(w, r, err)
+			return
+		}
+		after := before.Snapshot()
+		after.Tags = applyTags(after.Tags, req.AddTags, req.RemoveTags)
+		if opts, err = h.proveCompletion(ctx, repo, after, before.Grant); err != nil {
+			h.failErr(w, r, err)
+			return
+		}
+	}
+	it, err := h.ledger.Update(ctx, repo.ID, id, p, actor, opts)
+	if err != nil {
+		h.failErr(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, ViewOf(it))
+}
+
+// ownedBy reports whether owner is a worker token's: it begins with the
+// token's name and "/".
+func ownedBy(owner, tokenName string) bool {
+	return tokenName != "" && strings.HasPrefix(owner, tokenName+"/")
+}
+
+// deleteRequest is DELETE /items/{id}'s optional body.
+type deleteRequest struct {
+	FencingToken *int64 `json:"fencingToken"`
+}
+
+func (h *handler) deleteItem(w http.ResponseWriter, r *http.Request) {
+	id, ok := h.pathID(w, r)
+	if !ok {
+		return
+	}
+	if p := requireRole(r, "forgetting an item", gating.RolePM, gating.RoleHuman); p != nil {
+		h.fail(w, r, p)
+		return
+	}
+	var req deleteRequest
+	if p := decode(w, r, &req, true); p != nil {
+		h.fail(w, r, p)
+		return
+	}
+	if q := r.URL.Query().Get("fencingToken"); q != "" {
+		n, err := strconv.ParseInt(q, 10, 64)
+		if err != nil || n < 1 {
+			h.fail(w, r, invalid("fencingToken", "fencingToken must be a positive integer"))
+			return
+		}
+		if req.FencingToken != nil && *req.FencingToken != n {
+			h.fail(w, r, invalid("fencingToken", "fencingToken is given twice (query %d, body %d)", n, *req.FencingToken))
+			return
+		}
+		req.FencingToken = &n
+	}
+	if p := checkToken("fencingToken", req.FencingToken, false); p != nil {
+		h.fail(w, r, p)
+		return
+	}
+	if err := h.ledger.Forget(r.Context(), repoOf(r).ID, id, req.FencingToken, actorOf(r)); err != nil {
+		h.failErr(w, r, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// applyTags returns tags minus remove plus add (no duplicates added).
+func applyTags(tags, add, remove []string) []string {
+	out := []string{}
+	for _, t := range tags {
+		if !containsStr(remove, t) {
+			out = append(out, t)
+		}
+	}
+	for _, t := range add {
+		if !containsStr(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func containsStr(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,485 @@
+package mirror
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/wardenhq/warden/gating"
+)
+
+// Claims: fenced, leased, with the protocol store's semantics (PROTOCOL.md
+// "Claims"; lattice-source-extract.md §5).
+//
+// The fence lives on the item row (fence, released) and each grant in the
+// grant log; a claim, renew or release is one write transaction that reads
+// the item row under lock (SQLite: the single write connection; PostgreSQL:
+// SELECT ... FOR UPDATE), decides, and writes. Lease expiry is judged with
+// Config.Now.
+//
+// A claim that may wait (maxWaitSeconds > 0) joins a FIFO queue of this
+// process's claimants for the item. Only the head of the queue tries; it
+// tries again when the holder releases (woken at once), when the holder's
+// lease is due, and at least every pollInterval (which also catches a
+// release by another replica, or a clock moved by a test). When the head
+// is granted, times out or gives up, the next in line becomes head. A claim
+// that does not wait is refused "contended" while anyone is queued: a
+// release is handed to the waiters first.
+
+// pollInterval bounds how long the head of a wait queue sleeps between
+// attempts.
+const pollInterval = 100 * time.Millisecond
+
+type waiter struct{ ch chan struct{} }
+
+func (l *Ledger) enqueue(k itemKey) *waiter {
+	w := &waiter{ch: make(chan struct{}, 1)}
+	l.mu.Lock()
+	l.queues[k] = append(l.queues[k], w)
+	l.mu.Unlock()
+	return w
+}
+
+// dequeue removes w; when w was the head, the next waiter becomes head and
+// is woken to try.
+func (l *Ledger) dequeue(k itemKey, w *waiter) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	q := l.queues[k]
+	for i, x := range q {
+		if x == w {
+			q = append(q[:i:i], q[i+1:]...)
+			if len(q) == 0 {
+				delete(l.queues, k)
+			} else {
+				l.queues[k] = q
+				if i == 0 {
+					signal(q[0])
+				}
+			}
+			return
+		}
+	}
+}
+
+func (l *Ledger) isHead(k itemKey, w *waiter) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	q := l.queues[k]
+	return len(q) > 0 && q[0] == w
+}
+
+func (l *Ledger) queued(k itemKey) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.queues[k])
+}
+
+// wake tells the head waiter of an item to try now (after a release or a
+// forget).
+func (l *Ledger) wake(k itemKey) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if q := l.queues[k]; len(q) > 0 {
+		signal(q[0])
+	}
+}
+
+func signal(w *waiter) {
+	select {
+	case w.ch <- struct{}{}:
+	default:
+	}
+}
+
+// ---- results ----
+
+func notGranted(id gating.ItemID, reason string) ClaimResult {
+	return ClaimResult{Key: string(id), Reason: &reason}
+}
+
+func grantedResult(id gating.ItemID, fence int64, owner, region string, expiresMs int64, lease time.Duration) ClaimResult {
+	exp := Timestamp(msTime(expiresMs))
+	secs := lease.Seconds()
+	return ClaimResult{Key: string(id), Granted: true, FencingToken: &fence, Owner: &owner, Region: &region,
+		LeaseExpiresAtUtc: &exp, LeaseSeconds: &secs}
+}
+
+// ---- request checks ----
+
+func checkOwner(owner string) error {
+	n := utf8.RuneCountInString(owner)
+	if !utf8.ValidString(owner) || n < 1 || n > 200 {
+		return refusal(ReasonInvalidRequest, "owner %q must be 1 to 200 characters of UTF-8", owner)
+	}
+	for _, r := range owner {
+		if unicode.IsSpace(r) || !unicode.IsPrint(r) {
+			return refusal(ReasonInvalidRequest, "owner %q contains a space or a control character", owner)
+		}
+	}
+	return nil
+}
+
+func checkSeconds(field string, v *float64, max float64) error {
+	if v == nil {
+		return nil
+	}
+	if math.IsNaN(*v) || math.IsInf(*v, 0) || *v < 0 {
+		return refusal(ReasonInvalidRequest, "%s %v must be a non-negative number of seconds", field, *v)
+	}
+	if max > 0 && *v > max {
+		return refusal(ReasonInvalidRequest, "%s %v is more than %v", field, *v, max)
+	}
+	return nil
+}
+
+// checkClaimRequest is every check of a claim that reads nothing.
+func checkClaimRequest(req ClaimRequest, actor Actor) error {
+	if err := checkActor(actor); err != nil {
+		return err
+	}
+	if err := checkOwner(req.Owner); err != nil {
+		return err
+	}
+	switch req.Purpose {
+	case "":
+	case "maintenance":
+		if !authors(actor.Role) {
+			return refusal(ReasonRoleNotAllowed, "maintenance claims are for pm, human and warden; this token is %s", actor.Role)
+		}
+	default:
+		return refusal(ReasonInvalidRequest, "purpose %q is neither empty nor \"maintenance\"", req.Purpose)
+	}
+	if actor.Role == gating.RoleWorker && !workerOwns(actor, req.Owner) {
+		return refusal(ReasonOwnerNotAllowed, "worker %s claims only under owners beginning with %q; asked for %q", actor.Name, actor.Name+"/", req.Owner)
+	}
+	if len(req.Branch) > maxBranch || !utf8.ValidString(req.Branch) ||
+		containsFunc(req.Branch, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) }) {
+		return refusal(ReasonInvalidRequest, "branch %q must be at most %d printable characters without spaces", req.Branch, maxBranch)
+	}
+	if err := checkSeconds("leaseSeconds", req.LeaseSeconds, 0); err != nil {
+		return err
+	}
+	return checkSeconds("maxWaitSeconds", req.MaxWaitSeconds, gating.MaxWait.Seconds())
+}
+
+func containsFunc(s string, f func(rune) bool) bool {
+	for _, r := range s {
+		if f(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// ---- claim ----
+
+// Claim asks for the item's claim. Losing is an answer, not an error:
+// Granted false with Reason missing, ForeignRegion, contended or timeout. A
+// malformed or unauthorised request is a *gating.Refusal.
+func (l *Ledger) Claim(ctx context.Context, repoID int64, id gating.ItemID, req ClaimRequest, actor Actor) (ClaimResult, error) {
+	n, err := parseNumber(id)
+	if err != nil {
+		return ClaimResult{}, err
+	}
+	if err := checkClaimRequest(req, actor); err != nil {
+		return ClaimResult{}, err
+	}
+	lease := gating.ClampLease(req.LeaseSeconds, l.cfg.LeaseDefault, l.cfg.LeaseMax)
+	var wait time.Duration
+	if req.MaxWaitSeconds != nil {
+		wait = time.Duration(*req.MaxWaitSeconds * float64(time.Second))
+	}
+	if wait <= 0 {
+		a, err := l.claimOnce(ctx, repoID, n, req, lease, false)
+		return a.res, err
+	}
+	return l.claimWaiting(ctx, repoID, n, req, lease, wait)
+}
+
+// attempt is the outcome of one try at a claim.
+type attempt struct {
+	res       ClaimResult
+	contended bool
+	holderExp int64 // the holder's lease expiry (unix ms) when contended; 0 unknown
+}
+
+// claimOnce tries once, in one write transaction. head says the caller is
+// the head of the item's wait queue (and may take a claim others wait for).
+func (l *Ledger) claimOnce(ctx context.Context, repoID int64, n int, req ClaimRequest, lease time.Duration, head bool) (attempt, error) {
+	var a attempt
+	id := gating.IDFor(n)
+	err := l.writeTx(ctx, func(tx *sql.Tx) error {
+		if _, err := servedRepo(ctx, tx, repoID); err != nil {
+			return err
+		}
+		it, err := l.loadHead(ctx, tx, lockUpdate, repoID, n)
+		if err != nil {
+			return err
+		}
+		if it == nil {
+			a.res = notGranted(id, ReasonMissing)
+			return nil
+		}
+		if home, ok, err := homeRegion(ctx, tx, repoID, n); err != nil {
+			return err
+		} else if !ok || home != l.cfg.Region {
+			a.res = notGranted(id, ReasonForeignRegion)
+			return nil
+		}
+		now := l.nowMs()
+		if it.Fence.Claimed() && (it.Grant == nil || it.Grant.LeaseExpiresAt.UnixMilli() > now) {
+			a.res, a.contended = notGranted(id, ReasonContended), true
+			if it.Grant != nil {
+				a.holderExp = it.Grant.LeaseExpiresAt.UnixMilli()
+			}
+			return nil
+		}
+		if !head && l.queued(itemKey{repoID, n}) > 0 {
+			// Free, but promised to the claimants already waiting.
+			a.res, a.contended = notGranted(id, ReasonContended), true
+			return nil
+		}
+		fence := it.Fence.Token + 1
+		exp := now + lease.Milliseconds()
+		res, err := tx.ExecContext(ctx, `UPDATE ledger_items SET fence = $1 WHERE repo_id = $2 AND number = $3 AND fence = $4`,
+			fence, repoID, n, it.Fence.Token)
+		if err != nil {
+			return fmt.Errorf("claim %s: %w", id, err)
+		}
+		if c, err := res.RowsAffected(); err != nil || c != 1 {
+			return fmt.Errorf("claim %s: the fence moved under the lock (%d rows, %v)", id, c, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO ledger_grants (repo_id, number, fence, owner, region, branch, purpose, granted_at, lease_expires_at, released_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, NULL)`,
+			repoID, n, fence, req.Owner, l.cfg.Region, req.Branch, req.Purpose, now, exp); err != nil {
+			return fmt.Errorf("claim %s: grant log: %w", id, err)
+		}
+		a.res = grantedResult(id, fence, req.Owner, l.cfg.Region, exp, lease)
+		return nil
+	})
+	if err != nil {
+		return attempt{}, err
+	}
+	return a, nil
+}
+
+// claimWaiting queues for the item for up to wait (real time).
+func (l *Ledger) claimWaiting(ctx context.Context, repoID int64, n int, req ClaimRequest, lease, wait time.Duration) (ClaimResult, error) {
+	k := itemKey{repoID, n}
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	w := l.enqueue(k)
+	defer l.dequeue(k, w)
+	timeout := notGranted(gating.IDFor(n), ReasonTimeout)
+	for {
+		if !l.isHead(k, w) {
+			select {
+			case <-w.ch:
+				continue
+			case <-deadline.C:
+				return timeout, nil
+			case <-ctx.Done():
+				return ClaimResult{}, ctx.Err()
+			}
+		}
+		a, err := l.claimOnce(ctx, repoID, n, req, lease, true)
+		if err != nil || !a.contended {
+			return a.res, err
+		}
+		pause := pollInterval
+		if a.holderExp > 0 {
+			if left := time.Duration(a.holderExp-l.nowMs()) * time.Millisecond; left < pause {
+				pause = max(left, time.Millisecond)
+			}
+		}
+		t := time.NewTimer(pause)
+		select {
+		case <-w.ch:
+		case <-t.C:
+		case <-deadline.C:
+			t.Stop()
+			return timeout, nil
+		case <-ctx.Done():
+			t.Stop()
+			return ClaimResult{}, ctx.Err()
+		}
+		t.Stop()
+	}
+}
+
+// ---- renew ----
+
+// Renew extends the lease of the claim holding token, which must be the
+// item's current fence, unreleased, with its lease unexpired; else Granted
+// false, "superseded" ("missing" for a missing item). The new lease is
+// now + the clamped length; an omitted length is the default, however long
+// the lease it replaces (the protocol's trap, reported as leaseShortened).
+func (l *Ledger) Renew(ctx context.Context, repoID int64, id gating.ItemID, token int64, leaseSeconds *float64, actor Actor) (ClaimResult, error) {
+	n, err := parseNumber(id)
+	if err != nil {
+		return ClaimResult{}, err
+	}
+	if err := checkActor(actor); err != nil {
+		return ClaimResult{}, err
+	}
+	if err := checkSeconds("leaseSeconds", leaseSeconds, 0); err != nil {
+		return ClaimResult{}, err
+	}
+	lease := gating.ClampLease(leaseSeconds, l.cfg.LeaseDefault, l.cfg.LeaseMax)
+	var out ClaimResult
+	err = l.writeTx(ctx, func(tx *sql.Tx) error {
+		if _, err := servedRepo(ctx, tx, repoID); err != nil {
+			return err
+		}
+		it, err := l.loadHead(ctx, tx, lockUpdate, repoID, n)
+		if err != nil {
+			return err
+		}
+		if it == nil {
+			out = notGranted(id, ReasonMissing)
+			return nil
+		}
+		g := it.Grant
+		if actor.Role == gating.RoleWorker && token == it.Fence.Token && g != nil && !workerOwns(actor, g.Owner) {
+			return refusal(ReasonOwnerNotAllowed, "worker %s may not renew the claim of %s", actor.Name, g.Owner)
+		}
+		now := l.nowMs()
+		if token <= 0 || token != it.Fence.Token || !it.Fence.Claimed() || g == nil || g.LeaseExpiresAt.UnixMilli() <= now {
+			out = notGranted(id, ReasonSuperseded)
+			return nil
+		}
+		prev := g.LeaseExpiresAt.UnixMilli()
+		exp := now + lease.Milliseconds()
+		if _, err := tx.ExecContext(ctx, `UPDATE ledger_grants SET lease_expires_at = $1 WHERE repo_id = $2 AND number = $3 AND fence = $4`,
+			exp, repoID, n, token); err != nil {
+			return fmt.Errorf("renew %s: %w", id, err)
+		}
+		out = grantedResult(id, token, g.Owner, g.Region, exp, lease)
+		p := Timestamp(msTime(prev))
+		shortened := exp < prev
+		out.PreviousLeaseExpiresAtUtc, out.LeaseShortened = &p, &shortened
+		return nil
+	})
+	if err != nil {
+		return ClaimResult{}, err
+	}
+	return out, nil
+}
+
+// ---- release ----
+
+// Release ends the claim holding token. It is honoured only for the item's
+// current fence presented exactly and not yet released: the released mark
+// becomes the fence and the grant log row its release time. Otherwise
+// Released false: "stale", "missing" or "unclaimed". Releasing needs no
+// served repository (letting go is always harmless).
+func (l *Ledger) Release(ctx context.Context, repoID int64, id gating.ItemID, token int64, actor Actor) (ReleaseResult, error) {
+	n, err := parseNumber(id)
+	if err != nil {
+		return ReleaseResult{}, err
+	}
+	if err := checkActor(actor); err != nil {
+		return ReleaseResult{}, err
+	}
+	out := ReleaseResult{Key: string(id), FencingToken: token}
+	no := func(reason string) { out.Reason = &reason }
+	released := false
+	err = l.writeTx(ctx, func(tx *sql.Tx) error {
+		it, err := l.loadHead(ctx, tx, lockUpdate, repoID, n)
+		if err != nil {
+			return err
+		}
+		switch {
+		case it == nil:
+			no(ReasonMissing)
+			return nil
+		case it.Fence.Token == 0:
+			no(ReasonUnclaimed)
+			return nil
+		case token != it.Fence.Token || !it.Fence.Claimed():
+			no(ReasonStale)
+			return nil
+		}
+		if actor.Role == gating.RoleWorker && (it.Grant == nil || !workerOwns(actor, it.Grant.Owner)) {
+			owner := "(unknown)"
+			if it.Grant != nil {
+				owner = it.Grant.Owner
+			}
+			return refusal(ReasonOwnerNotAllowed, "worker %s may not release the claim of %s", actor.Name, owner)
+		}
+		now := l.nowMs()
+		if _, err := tx.ExecContext(ctx, `UPDATE ledger_items SET released = $1 WHERE repo_id = $2 AND number = $3 AND released < $1`,
+			token, repoID, n); err != nil {
+			return fmt.Errorf("release %s: %w", id, err)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE ledger_grants SET released_at = $1 WHERE repo_id = $2 AND number = $3 AND fence = $4`,
+			now, repoID, n, token); err != nil {
+			return fmt.Errorf("release %s: grant log: %w", id, err)
+		}
+		out.Released = true
+		released = true
+		return nil
+	})
+	if err != nil {
+		return ReleaseResult{}, err
+	}
+	if released {
+		l.wake(itemKey{repoID, n})
+	}
+	return out, nil
+}
+
+// ---- status ----
+
+// Status reports an item's claim state (read-only; the lease fields are
+// advisory). A missing item is Exists false, not an error.
+func (l *Ledger) Status(ctx context.Context, repoID int64, id gating.ItemID) (ClaimStatus, error) {
+	n, err := parseNumber(id)
+	if err != nil {
+		return ClaimStatus{}, err
+	}
+	it, err := l.loadHead(ctx, l.db.Read, lockNone, repoID, n)
+	if err != nil {
+		return ClaimStatus{}, err
+	}
+	return l.status(id, it), nil
+}
+
+func (l *Ledger) status(id gating.ItemID, it *Item) ClaimStatus {
+	st := ClaimStatus{Key: string(id)}
+	if it == nil {
+		return st
+	}
+	st.Exists = true
+	f := it.Fence
+	if f.Token == 0 {
+		return st
+	}
+	tok := f.Token
+	st.FencingToken = &tok
+	if f.Released > 0 {
+		rel := f.Released
+		st.ReleasedFencingToken = &rel
+	}
+	st.Claimed = f.Claimed()
+	if g := it.Grant; g != nil {
+		owner, region := g.Owner, g.Region
+		st.Owner, st.Region = &owner, &region
+	}
+	switch {
+	case !st.Claimed:
+		st.State = "released"
+	case it.Grant != nil && it.Grant.LeaseExpiresAt.UnixMilli() > l.nowMs():
+		st.State, st.IsHeld = "held", true
+		exp := Timestamp(it.Grant.LeaseExpiresAt)
+		st.LeaseExpiresAtUtc = &exp
+	default:
+		st.State = "lapsed"
+	}
+	return st
+}

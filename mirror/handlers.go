@@ -1,0 +1,337 @@
+package mirror
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/google/go-github/v66/github"
+
+	"github.com/wardenhq/warden/gating"
+)
+
+// Clients gives warden's GitHub client for an installation.
+type Clients interface {
+	Installation(id int64) (*github.Client, error)
+}
+
+// Mirror keeps the ledger and GitHub in step: it records the repositories
+// warden serves and turns issues that gain the item label into items.
+type Mirror struct {
+	Ledger *Ledger
+	Acts   *Acts
+	GitHub Clients
+	Perms  *Permissions
+	// Region is WARDEN_REGION (the homeRegion of items made here).
+	Region string
+	// Agents are the WARDEN_AGENTS logins.
+	Agents []string
+	// Settings returns a repository's backlog settings.
+	Settings func(ctx context.Context, r Repo) RepoSettings
+	Log      *slog.Logger
+	Now      func() time.Time
+}
+
+// Event is a delivery as the mirror's handlers see it.
+type Event struct {
+	Name         string
+	Action       string
+	DeliveryID   string
+	Installation int64
+	Payload      []byte
+	FromSelf     bool
+}
+
+func (m *Mirror) now() time.Time {
+	if m.Now != nil {
+		return m.Now()
+	}
+	return time.Now()
+}
+
+func (m *Mirror) settings(ctx context.Context, r Repo) RepoSettings {
+	if m.Settings != nil {
+		return m.Settings(ctx, r)
+	}
+	return DefaultSettings()
+}
+
+// Outcomes recorded for deliveries.
+const (
+	OutcomeIgnored  = "ignored"
+	OutcomeRecorded = "recorded"
+)
+
+type installationPayload struct {
+	Installation struct {
+		ID int64 `json:"id"`
+	} `json:"installation"`
+	Repositories        []repoRef `json:"repositories"`
+	RepositoriesAdded   []repoRef `json:"repositories_added"`
+	RepositoriesRemoved []repoRef `json:"repositories_removed"`
+}
+
+type repoRef struct {
+	ID       int64  `json:"id"`
+	FullName string `json:"full_name"`
+}
+
+// HandleInstallation records the repositories of a new installation (and
+// creates the labels warden needs where they are missing), and forgets them
+// when the App is uninstalled or suspended.
+func (m *Mirror) HandleInstallation(ctx context.Context, ev Event) (string, error) {
+	var p installationPayload
+	if err := json.Unmarshal(ev.Payload, &p); err != nil {
+		return "", fmt.Errorf("installation payload: %w", err)
+	}
+	switch ev.Action {
+	case "created", "unsuspend", "new_permissions_accepted":
+		return m.serve(ctx, p.Installation.ID, p.Repositories)
+	case "deleted", "suspend":
+		return m.unserveInstallation(ctx, p.Installation.ID)
+	}
+	return OutcomeIgnored, nil
+}
+
+// HandleInstallationRepositories follows repositories added to or removed
+// from the installation.
+func (m *Mirror) HandleInstallationRepositories(ctx context.Context, ev Event) (string, error) {
+	var p installationPayload
+	if err := json.Unmarshal(ev.Payload, &p); err != nil {
+		return "", fmt.Errorf("installation_repositories payload: %w", err)
+	}
+	added, err := m.serve(ctx, p.Installation.ID, p.RepositoriesAdded)
+	if err != nil {
+		return "", err
+	}
+	removed, err := m.unserve(ctx, p.Installation.ID, p.RepositoriesRemoved)
+	if err != nil {
+		return "", err
+	}
+	return added + "; " + removed, nil
+}
+
+func (m *Mirror) serve(ctx context.Context, inst int64, repos []repoRef) (string, error) {
+	gh, err := m.GitHub.Installation(inst)
+	if err != nil {
+		return "", err
+	}
+	for _, rr := range repos {
+		owner, name, ok := strings.Cut(rr.FullName, "/")
+		if !ok || rr.ID == 0 {
+			return "", fmt.Errorf("installation names a repository without an id or owner: %q", rr.FullName)
+		}
+		repo, _, err := gh.Repositories.Get(ctx, owner, name)
+		if err != nil {
+			return "", fmt.Errorf("read %s: %w", rr.FullName, err)
+		}
+		r := Repo{ID: rr.ID, FullName: repo.GetFullName(), Installation: inst, DefaultBranch: repo.GetDefaultBranch()}
+		if err := m.Ledger.PutRepo(ctx, r); err != nil {
+			return "", err
+		}
+		if err := m.ensureLabels(ctx, gh, r); err != nil {
+			return "", err
+		}
+		m.Log.Info("serving repository", "repo", r.FullName, "installation", inst, "default_branch", r.DefaultBranch)
+	}
+	return fmt.Sprintf("serving %d repositories", len(repos)), nil
+}
+
+// unserveInstallation stops serving every repository of an installation
+// (an uninstall or suspension names none of them).
+func (m *Mirror) unserveInstallation(ctx context.Context, inst int64) (string, error) {
+	all, err := m.Ledger.Repos(ctx)
+	if err != nil {
+		return "", err
+	}
+	var repos []repoRef
+	for _, r := range all {
+		if r.Installation == inst {
+			repos = append(repos, repoRef{ID: r.ID, FullName: r.FullName})
+		}
+	}
+	return m.unserve(ctx, inst, repos)
+}
+
+func (m *Mirror) unserve(ctx context.Context, inst int64, repos []repoRef) (string, error) {
+	for _, rr := range repos {
+		if err := m.Ledger.RemoveRepo(ctx, rr.ID); err != nil && !errors.Is(err, ErrNotFound) {
+			return "", err
+		}
+		m.Log.Info("no longer serving repository", "repo", rr.FullName, "installation", inst)
+	}
+	return fmt.Sprintf("stopped serving %d repositories", len(repos)), nil
+}
+
+// ensureLabels creates the labels warden needs that the repository lacks
+// (one read; one write per missing label; 422 "already exists" is success).
+func (m *Mirror) ensureLabels(ctx context.Context, gh *github.Client, r Repo) error {
+	owner, name, _ := strings.Cut(r.FullName, "/")
+	have := map[string]bool{}
+	opt := &github.ListOptions{PerPage: 100}
+	for {
+		labels, resp, err := gh.Issues.ListLabels(ctx, owner, name, opt)
+		if err != nil {
+			return fmt.Errorf("list labels of %s: %w", r.FullName, err)
+		}
+		for _, l := range labels {
+			have[strings.ToLower(l.GetName())] = true
+		}
+		if resp.NextPage == 0 {
+			break
+		}
+		opt.Page = resp.NextPage
+	}
+	for _, l := range m.settings(ctx, r).labels() {
+		if have[strings.ToLower(l.name)] {
+			continue
+		}
+		_, resp, err := gh.Issues.CreateLabel(ctx, owner, name, &github.Label{Name: &l.name, Color: &l.color, Description: &l.description})
+		if err != nil && (resp == nil || resp.StatusCode != http.StatusUnprocessableEntity) {
+			return fmt.Errorf("create label %q on %s: %w", l.name, r.FullName, err)
+		}
+	}
+	return nil
+}
+
+type issuesPayload struct {
+	Action string `json:"action"`
+	Issue  struct {
+		Number      int    `json:"number"`
+		Title       string `json:"title"`
+		HTMLURL     string `json:"html_url"`
+		State       string `json:"state"`
+		PullRequest *struct {
+			URL string `json:"url"`
+		} `json:"pull_request"`
+		User struct {
+			Login string `json:"login"`
+		} `json:"user"`
+		Labels []struct {
+			Name string `json:"name"`
+		} `json:"labels"`
+	} `json:"issue"`
+	Label *struct {
+		Name string `json:"name"`
+	} `json:"label"`
+	Repository struct {
+		ID            int64  `json:"id"`
+		FullName      string `json:"full_name"`
+		DefaultBranch string `json:"default_branch"`
+	} `json:"repository"`
+	Sender struct {
+		Login string `json:"login"`
+		Type  string `json:"type"`
+	} `json:"sender"`
+}
+
+func (p *issuesPayload) hasLabel(name string) bool {
+	for _, l := range p.Issue.Labels {
+		if strings.EqualFold(l.Name, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// HandleIssues makes an item of an issue that is opened with, or gains, the
+// item label. An item made by a human with triage or more is admitted at
+// creation (the act recorded); one made by anyone else carries the admission
+// label (added if missing).
+func (m *Mirror) HandleIssues(ctx context.Context, ev Event) (string, error) {
+	var p issuesPayload
+	if err := json.Unmarshal(ev.Payload, &p); err != nil {
+		return "", fmt.Errorf("issues payload: %w", err)
+	}
+	if p.Issue.PullRequest != nil || p.Issue.Number <= 0 {
+		return OutcomeIgnored, nil // pull requests are never items
+	}
+	repo, err := m.Ledger.RepoByID(ctx, p.Repository.ID)
+	if errors.Is(err, ErrNotFound) {
+		// Repositories are served from installation events; one warden no
+		// longer serves (or never learned of) is left alone.
+		return "repository not served", nil
+	} else if err != nil {
+		return "", err
+	}
+	set := m.settings(ctx, repo)
+	makesItem := (ev.Action == "opened" || ev.Action == "reopened" || ev.Action == "transferred") && p.hasLabel(set.ItemLabel) ||
+		ev.Action == "labeled" && p.Label != nil && strings.EqualFold(p.Label.Name, set.ItemLabel)
+	if !makesItem {
+		return OutcomeIgnored, nil
+	}
+	id := gating.IDFor(p.Issue.Number)
+	if _, err := m.Ledger.Get(ctx, repo.ID, id); err == nil {
+		return "item exists", nil
+	} else if !errors.Is(err, ErrNotFound) {
+		return "", err
+	}
+	if ev.FromSelf {
+		// warden's own API opened it and writes the item itself.
+		return OutcomeRecorded, nil
+	}
+	tags := []string{"backlog", "priority:" + set.DefaultPriority, "phase:" + set.DefaultPhase,
+		"homeRegion:" + m.Region, "baseBranch:" + repo.DefaultBranch}
+	in := NewItem{Number: p.Issue.Number, Title: p.Issue.Title, Author: p.Issue.User.Login,
+		Body:       ResumeBody(p.Issue.Number, p.Issue.HTMLURL, nil),
+		Provenance: fmt.Sprintf("github: issues.%s by %s", ev.Action, p.Sender.Login), Tags: tags}
+	if _, err := m.Ledger.Create(ctx, repo.ID, in, Actor{Role: gating.RoleWarden, Name: "warden"}, WriteOptions{}); err != nil && !errors.Is(err, ErrExists) {
+		return "", fmt.Errorf("make %s an item: %w", id, err)
+	}
+	human, why := m.isHumanTriagePlus(ctx, ev, repo, p.Sender.Login, p.Sender.Type)
+	if human {
+		err := m.Acts.RecordAdmission(ctx, repo.ID, p.Issue.Number, Admission{By: p.Sender.Login, At: m.now(), How: "made an item by a human with triage+"})
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("item %s made by %s, admitted at creation", id, p.Sender.Login), nil
+	}
+	if p.hasLabel(set.AdmissionLabel) {
+		return fmt.Sprintf("item %s made by %s (%s), gated", id, p.Sender.Login, why), nil
+	}
+	gh, err := m.GitHub.Installation(repo.Installation)
+	if err != nil {
+		return "", err
+	}
+	owner, name, _ := strings.Cut(repo.FullName, "/")
+	if _, _, err := gh.Issues.AddLabelsToIssue(ctx, owner, name, p.Issue.Number, []string{set.AdmissionLabel}); err != nil {
+		return "", fmt.Errorf("gate %s: add %q: %w", id, set.AdmissionLabel, err)
+	}
+	return fmt.Sprintf("item %s made by %s (%s), gated: added %s", id, p.Sender.Login, why, set.AdmissionLabel), nil
+}
+
+// isHumanTriagePlus decides whether an act was a human's with triage or
+// more (CONTRACT.md §4): not a Bot, not a configured agent, not ghost, and
+// role_name triage, write, maintain or admin. A failed lookup is a no.
+func (m *Mirror) isHumanTriagePlus(ctx context.Context, ev Event, repo Repo, login, typ string) (bool, string) {
+	if typ != "User" {
+		return false, "an account of type " + typ
+	}
+	if strings.EqualFold(login, "ghost") {
+		return false, "the ghost account"
+	}
+	for _, a := range append(m.Agents, m.settings(ctx, repo).Agents...) {
+		if strings.EqualFold(a, login) {
+			return false, "a configured agent"
+		}
+	}
+	gh, err := m.GitHub.Installation(repo.Installation)
+	if err != nil {
+		return false, "permission unknown"
+	}
+	owner, name, _ := strings.Cut(repo.FullName, "/")
+	ok, err := m.Perms.TriagePlus(ctx, gh, owner, name, login)
+	if err != nil {
+		m.Log.Warn("permission lookup failed; treating the act as not a human's (fail closed)", "login", login, "repo", repo.FullName, "err", err)
+		return false, "permission lookup failed"
+	}
+	if !ok {
+		return false, "below triage"
+	}
+	return true, ""
+}

@@ -1,0 +1,75 @@
+package mirror
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/go-github/v66/github"
+)
+
+// triagePlus are the repository roles that may perform a human act.
+var triagePlus = map[string]bool{"triage": true, "write": true, "maintain": true, "admin": true}
+
+// Permissions answers "does login hold triage or more on repo?" from
+// GitHub's collaborator-permission endpoint (its role_name: the permission
+// field reports triage as read), cached for ten minutes. A failed lookup
+// refuses: warden fails closed.
+type Permissions struct {
+	TTL time.Duration
+	Now func() time.Time
+
+	mu    sync.Mutex
+	cache map[string]permEntry
+}
+
+type permEntry struct {
+	role string
+	at   time.Time
+}
+
+// NewPermissions returns a cache with the contract's ten-minute lifetime.
+func NewPermissions() *Permissions {
+	return &Permissions{TTL: 10 * time.Minute, Now: time.Now, cache: map[string]permEntry{}}
+}
+
+// Role returns login's role_name on owner/repo ("none" for no access).
+func (p *Permissions) Role(ctx context.Context, gh *github.Client, owner, repo, login string) (string, error) {
+	key := strings.ToLower(owner + "/" + repo + "@" + login)
+	p.mu.Lock()
+	e, ok := p.cache[key]
+	p.mu.Unlock()
+	if ok && p.Now().Sub(e.at) < p.TTL {
+		return e.role, nil
+	}
+	perm, resp, err := gh.Repositories.GetPermissionLevel(ctx, owner, repo, login)
+	role := ""
+	switch {
+	case err == nil:
+		role = perm.GetRoleName()
+		if role == "" {
+			role = perm.GetPermission()
+		}
+	case resp != nil && resp.StatusCode == http.StatusNotFound:
+		role = "none"
+	default:
+		return "", fmt.Errorf("look up %s's role on %s/%s: %w", login, owner, repo, err)
+	}
+	p.mu.Lock()
+	p.cache[key] = permEntry{role: role, at: p.Now()}
+	p.mu.Unlock()
+	return role, nil
+}
+
+// TriagePlus reports whether login holds triage or more; an error means
+// the answer is unknown and the act must be refused.
+func (p *Permissions) TriagePlus(ctx context.Context, gh *github.Client, owner, repo, login string) (bool, error) {
+	role, err := p.Role(ctx, gh, owner, repo, login)
+	if err != nil {
+		return false, err
+	}
+	return triagePlus[role], nil
+}

@@ -1,0 +1,64 @@
+package mirror
+
+import "github.com/wardenhq/warden/internal/db"
+
+// ledgerMigrations is the ledger's schema. Every statement runs unchanged on
+// SQLite and PostgreSQL: BIGINT ids and unix-millisecond timestamps, TEXT,
+// composite primary keys (no rowid aliases, no AUTOINCREMENT, no sequences),
+// one statement per step (PostgreSQL drivers prepare one statement at a
+// time).
+//
+// Claim state lives on two columns of the item row (fence: the fencing
+// high-water mark; released: the released high-water mark; both only grow)
+// and in the grant log, one row per grant, keyed by its fence. The grant that
+// owns the fence is the row whose fence equals the item's. The grant log
+// outlives Forget, so an item re-created under the same number continues
+// from its old high-water mark and no token is ever issued twice.
+var ledgerMigrations = []db.Migration{
+	{Version: 1, SQL: `CREATE TABLE ledger_repos (
+	id BIGINT NOT NULL PRIMARY KEY,
+	full_name TEXT NOT NULL,
+	name_key TEXT NOT NULL,
+	installation BIGINT NOT NULL,
+	default_branch TEXT NOT NULL,
+	served BIGINT NOT NULL,
+	updated_at BIGINT NOT NULL)`},
+	{Version: 2, SQL: `CREATE INDEX ledger_repos_by_name ON ledger_repos (name_key, served)`},
+	{Version: 3, SQL: `CREATE TABLE ledger_items (
+	repo_id BIGINT NOT NULL,
+	number BIGINT NOT NULL,
+	title TEXT NOT NULL,
+	body TEXT NOT NULL,
+	author TEXT NOT NULL,
+	provenance TEXT NOT NULL,
+	created_at BIGINT NOT NULL,
+	updated_at BIGINT NOT NULL,
+	fence BIGINT NOT NULL DEFAULT 0,
+	released BIGINT NOT NULL DEFAULT 0,
+	PRIMARY KEY (repo_id, number))`},
+	{Version: 4, SQL: `CREATE TABLE ledger_tags (
+	repo_id BIGINT NOT NULL,
+	number BIGINT NOT NULL,
+	tag TEXT NOT NULL,
+	PRIMARY KEY (repo_id, number, tag))`},
+	{Version: 5, SQL: `CREATE TABLE ledger_links (
+	repo_id BIGINT NOT NULL,
+	number BIGINT NOT NULL,
+	rel TEXT NOT NULL,
+	target TEXT NOT NULL,
+	PRIMARY KEY (repo_id, number, rel, target))`},
+	// Dependents: who links to an item (blockedBy, partOf).
+	{Version: 6, SQL: `CREATE INDEX ledger_links_by_target ON ledger_links (repo_id, target, rel)`},
+	{Version: 7, SQL: `CREATE TABLE ledger_grants (
+	repo_id BIGINT NOT NULL,
+	number BIGINT NOT NULL,
+	fence BIGINT NOT NULL,
+	owner TEXT NOT NULL,
+	region TEXT NOT NULL,
+	branch TEXT NOT NULL,
+	purpose TEXT NOT NULL,
+	granted_at BIGINT NOT NULL,
+	lease_expires_at BIGINT NOT NULL,
+	released_at BIGINT,
+	PRIMARY KEY (repo_id, number, fence))`},
+}
