@@ -176,7 +176,7 @@ func TestServeEndToEnd(t *testing.T) {
 		}
 	}
 	if len(recs) != 2 || outcomes["d-1"] != "repository not served" || !strings.HasPrefix(outcomes["d-2"], webhooks.OutcomeSelf) {
-		t.Fatalf("outcomes %v (want d-1 "repository not served" (no installation event taught it), d-2 self; star not stored)", outcomes)
+		t.Fatalf("outcomes %v (want d-1 repository not served (no installation event taught it), d-2 self; star not stored)", outcomes)
 	}
 	_, metrics := get(t, admin+"/metrics")
 	for _, want := range []string{
