@@ -1,0 +1,119 @@
+package gating
+
+import "time"
+
+// ClaimState is an item's claim as the ready set sees it (CONTRACT.md §9).
+type ClaimState string
+
+// Claim states. "No live claim" means released, abandoned or never claimed.
+const (
+	StateNever     ClaimState = ""          // never claimed
+	StateHeld      ClaimState = "held"      // lease live
+	StateLapsed    ClaimState = "lapsed"    // lease expired, not released, holder showed evidence within the quarantine
+	StateAbandoned ClaimState = "abandoned" // lapsed with no evidence for the whole quarantine window
+	StateReleased  ClaimState = "released"
+)
+
+// ClaimView is an item's current grant (the one that owns the fence) and
+// its holder's evidence of work.
+type ClaimView struct {
+	Fence          int64 // 0: never claimed
+	Released       int64
+	Owner          string
+	Region         string
+	Branch         string
+	Purpose        string // "" or "maintenance"
+	GrantedAt      time.Time
+	LeaseExpiresAt time.Time
+	// LastEvidence is the latest evidence of work by the holder: a push to
+	// Branch, a comment by its login, a fence move (a renew). Never before
+	// GrantedAt.
+	LastEvidence time.Time
+}
+
+// Candidate is one item with what the ready set needs beyond its tags and
+// links.
+type Candidate struct {
+	Item              *Item
+	Claim             ClaimView
+	AdmissionLabel    bool // the mirrored issue carries the admission label
+	AdmissionRecorded bool // warden recorded a human admission act
+	Attempts          int  // attempts in the current epoch
+	CollisionHold     bool // held by a takeover-collision until /backlog resolve
+}
+
+// Snapshot is one repository's items at one instant. For Claimable it may be
+// partial: the candidate, its blockedBy targets, the items partOf it, the
+// members of the grouping it integrates, and the items in flight.
+type Snapshot struct {
+	Items           []Candidate
+	Now             time.Time
+	Region          string // WARDEN_REGION
+	DefaultBranch   string
+	Quarantine      time.Duration // WARDEN_QUARANTINE
+	PoisonThreshold int           // attempts at which an item is poison (≥); an epic's threshold:N tag overrides for its members
+}
+
+// Exclusion codes: why an item is not claimable now (CONTRACT.md §9).
+const (
+	ExAwaitingAdmission = "awaiting-admission"
+	ExParked            = "parked"
+	ExPoisoned          = "poisoned"
+	ExGrouping          = "grouping"
+	ExBlocked           = "blocked" // a blocker is live (waiting), or the integration item waits for its grouping
+	ExStalled           = "stalled" // a blocker is parked
+	ExInvalid           = "invalid" // a blocker is missing or invalid (the defect names it)
+	ExUnknownState      = "unknown-state"
+	ExCollisionHold     = "collision-hold"
+	ExResourceBusy      = "resource-busy"
+	ExLapsed            = "lapsed"
+	ExComplete          = "complete"
+	ExHeld              = "held"
+	ExForeignRegion     = "foreign-region"
+	ExMalformed         = "malformed" // missing mandatory or duplicate single-valued tags
+)
+
+// EdgeVerdict classifies one blockedBy edge (worst first).
+type EdgeVerdict int
+
+// Edge verdicts, in precedence order: invalid > stalled > waiting > satisfied.
+const (
+	EdgeSatisfied EdgeVerdict = iota
+	EdgeWaiting
+	EdgeStalled
+	EdgeInvalid
+)
+
+// Exclusion is an item left out of the ready set and why.
+type Exclusion struct {
+	Item   ItemID `json:"item"`
+	Reason string `json:"reason"`
+	Detail string `json:"detail,omitempty"`
+}
+
+// Defect is a finding the ready set reports, never absorbs. Item is empty
+// for repository-wide findings (cycle, ready-empty-pending).
+type Defect struct {
+	Code   string `json:"code"`
+	Item   ItemID `json:"item,omitempty"`
+	Detail string `json:"detail"`
+}
+
+// ReadyEntry is one claimable item, in order.
+type ReadyEntry struct {
+	Item     ItemID `json:"item"`
+	Priority string `json:"priority"`
+	// Overlaps names in-flight items whose anchoredTo radius overlaps this
+	// item's (step 7 orders it after disjoint candidates).
+	Overlaps []ItemID `json:"overlaps,omitempty"`
+}
+
+// Result is the ready set with everything that keeps it from being trusted.
+type Result struct {
+	Ready    []ReadyEntry `json:"ready"`
+	Excluded []Exclusion  `json:"excluded"`
+	Defects  []Defect     `json:"defects"`
+	// Alarms are repository-wide warnings: a ready set empty while work is
+	// pending (naming what each pending item waits on), and cycles.
+	Alarms []string `json:"alarms"`
+}
