@@ -25,7 +25,13 @@ func benchLedger(b *testing.B) (*Ledger, context.Context) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { d.Close() })
-	l, err := OpenLedger(ctx, d, Config{Region: "local", LeaseDefault: 30 * time.Second, LeaseMax: 30 * time.Minute})
+	// Claims cycle on the same items: no poison threshold in the way.
+	l, err := OpenLedger(ctx, d, Config{Region: "local", LeaseDefault: 30 * time.Second, LeaseMax: 30 * time.Minute,
+		Settings: func(context.Context, Repo) RepoSettings {
+			s := DefaultSettings()
+			s.PoisonThreshold = 1 << 30
+			return s
+		}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -43,6 +49,9 @@ func BenchmarkClaimRenewReleaseOneItem(b *testing.B) {
 	l, ctx := benchLedger(b)
 	pm := Actor{Role: gating.RolePM, Name: "pm"}
 	if _, err := l.Create(ctx, 1, NewItem{Number: 1, Tags: benchTags}, pm, WriteOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	if err := l.writeTx(ctx, func(tx *sql.Tx) error { return admitForBench(ctx, tx, l, 1) }); err != nil {
 		b.Fatal(err)
 	}
 	lease := 60.0
@@ -166,7 +175,62 @@ func seedItems(ctx context.Context, l *Ledger, n int, rich bool) error {
 			if err := writeTagsLinks(ctx, tx, 1, i, tg, links, nil, nil); err != nil {
 				return err
 			}
+			if err := admitForBench(ctx, tx, l, i); err != nil {
+				return err
+			}
 		}
 		return nil
 	})
+}
+
+// admitForBench records item n of repository 1 admitted: a human's act and
+// issue labels without the admission label.
+func admitForBench(ctx context.Context, tx *sql.Tx, l *Ledger, n int) error {
+	now := l.nowMs()
+	if _, err := tx.ExecContext(ctx, `INSERT INTO admissions (repo_id, number, admitted_by, admitted_at, how) VALUES (1, $1, 'alice', $2, 'bench')`, n, now); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO issue_state (repo_id, number, state, labels, updated_at, recorded_at) VALUES (1, $1, 'open', '["backlog"]', $2, $2)`, n, now)
+	return err
+}
+
+// BenchmarkSnapshot10000Items: one op loads the whole-repository snapshot of
+// 10,000 items (seven tags, three links each) and computes its ready set.
+func BenchmarkSnapshot10000Items(b *testing.B) {
+	l, ctx := benchLedger(b)
+	const items = 10000
+	if err := seedItems(ctx, l, items, true); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		rs, err := l.Snapshot(ctx, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if r := rs.Ready(); len(r.Ready)+len(r.Excluded) != items {
+			b.Fatalf("%d ready, %d excluded", len(r.Ready), len(r.Excluded))
+		}
+	}
+}
+
+// BenchmarkClaimReadinessIn10000Items: one op is a claim's readiness check
+// (the partial snapshot and gating.Claimable) on one of 10,000 items.
+func BenchmarkClaimReadinessIn10000Items(b *testing.B) {
+	l, ctx := benchLedger(b)
+	const items = 10000
+	if err := seedItems(ctx, l, items, true); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		id := gating.IDFor(2 + i%(items-1))
+		rs, err := l.ClaimSnapshot(ctx, 1, id)
+		if err != nil {
+			b.Fatal(err)
+		}
+		gating.Claimable(rs.Snapshot, id, "pm/bench")
+	}
 }

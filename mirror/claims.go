@@ -102,6 +102,15 @@ func notGranted(id gating.ItemID, reason string) ClaimResult {
 	return ClaimResult{Key: string(id), Reason: &reason}
 }
 
+func notReady(id gating.ItemID, exclusion string) ClaimResult {
+	r := notGranted(id, ReasonNotReady)
+	if exclusion == "" {
+		exclusion = "not-claimable"
+	}
+	r.Exclusion = &exclusion
+	return r
+}
+
 func grantedResult(id gating.ItemID, fence int64, owner, region string, expiresMs int64, lease time.Duration) ClaimResult {
 	exp := Timestamp(msTime(expiresMs))
 	secs := lease.Seconds()
@@ -179,8 +188,19 @@ func containsFunc(s string, f func(rune) bool) bool {
 // ---- claim ----
 
 // Claim asks for the item's claim. Losing is an answer, not an error:
-// Granted false with Reason missing, ForeignRegion, contended or timeout. A
-// malformed or unauthorised request is a *gating.Refusal.
+// Granted false with Reason missing, ForeignRegion, contended, timeout, or
+// not-ready with the Exclusion code. A malformed or unauthorised request is
+// a *gating.Refusal.
+//
+// A claim (other than a maintenance claim) is granted only when the item is
+// claimable now: gating.Claimable judges it, inside the claim's own
+// transaction, on the partial snapshot of what bears on it (claimSnapshot).
+// An item whose lapsed claim is still quarantined (its holder showed
+// evidence of work within Config.Quarantine) is not-ready (lapsed) for every
+// owner but the holder's own: a same-owner re-claim continues the same work
+// under a new, strictly higher fencing token (the protocol: "its fence
+// increments, nothing else changes"), is no attempt, and is listed as a
+// clean re-claim in the report. Maintenance claims skip readiness.
 func (l *Ledger) Claim(ctx context.Context, repoID int64, id gating.ItemID, req ClaimRequest, actor Actor) (ClaimResult, error) {
 	n, err := parseNumber(id)
 	if err != nil {
@@ -214,7 +234,8 @@ func (l *Ledger) claimOnce(ctx context.Context, repoID int64, n int, req ClaimRe
 	var a attempt
 	id := gating.IDFor(n)
 	err := l.writeTx(ctx, func(tx *sql.Tx) error {
-		if _, err := servedRepo(ctx, tx, repoID); err != nil {
+		repo, err := servedRepo(ctx, tx, repoID)
+		if err != nil {
 			return err
 		}
 		it, err := l.loadHead(ctx, tx, lockUpdate, repoID, n)
@@ -238,6 +259,26 @@ func (l *Ledger) claimOnce(ctx context.Context, repoID int64, n int, req ClaimRe
 				a.holderExp = it.Grant.LeaseExpiresAt.UnixMilli()
 			}
 			return nil
+		}
+		if req.Purpose != "maintenance" {
+			if err := loadTagsLinks(ctx, tx, repoID, n-1, n, map[int]*Item{n: it}); err != nil {
+				return err
+			}
+			rs, err := l.claimSnapshot(ctx, tx, repo, l.settingsFor(ctx, repo), it)
+			if err != nil {
+				return err
+			}
+			if ok, ex := gating.Claimable(rs.Snapshot, id, req.Owner); !ok {
+				switch ex.Reason {
+				case gating.ExForeignRegion:
+					a.res = notGranted(id, ReasonForeignRegion)
+				case gating.ExHeld:
+					a.res, a.contended = notGranted(id, ReasonContended), true
+				default:
+					a.res = notReady(id, ex.Reason)
+				}
+				return nil
+			}
 		}
 		if !head && l.queued(itemKey{repoID, n}) > 0 {
 			// Free, but promised to the claimants already waiting.
@@ -359,6 +400,11 @@ func (l *Ledger) Renew(ctx context.Context, repoID int64, id gating.ItemID, toke
 			exp, repoID, n, token); err != nil {
 			return fmt.Errorf("renew %s: %w", id, err)
 		}
+		// A renew is evidence of work (a fence move, in the protocol's
+		// words): it keeps a claim that lapses later quarantined from now.
+		if err := recordEvidence(ctx, tx, repoID, n, token, now, EvidenceRenew); err != nil {
+			return err
+		}
 		out = grantedResult(id, token, g.Owner, g.Region, exp, lease)
 		p := Timestamp(msTime(prev))
 		shortened := exp < prev
@@ -437,20 +483,37 @@ func (l *Ledger) Release(ctx context.Context, repoID int64, id gating.ItemID, to
 // ---- status ----
 
 // Status reports an item's claim state (read-only; the lease fields are
-// advisory). A missing item is Exists false, not an error.
+// advisory). State is gating.ClaimStateOf over the current grant and its
+// holder's last evidence of work: held, lapsed (quarantined), abandoned,
+// released, or "" when never claimed. A missing item is Exists false, not an
+// error.
 func (l *Ledger) Status(ctx context.Context, repoID int64, id gating.ItemID) (ClaimStatus, error) {
 	n, err := parseNumber(id)
 	if err != nil {
 		return ClaimStatus{}, err
 	}
-	it, err := l.loadHead(ctx, l.db.Read, lockNone, repoID, n)
+	var st ClaimStatus
+	err = l.readTx(ctx, func(tx *sql.Tx) error {
+		it, err := l.loadHead(ctx, tx, lockNone, repoID, n)
+		if err != nil {
+			return err
+		}
+		var ev int64
+		if it != nil && it.Fence.Token > 0 {
+			if ev, _, err = evidenceOf(ctx, tx, repoID, n, it.Fence.Token); err != nil {
+				return err
+			}
+		}
+		st = l.status(id, it, ev)
+		return nil
+	})
 	if err != nil {
 		return ClaimStatus{}, err
 	}
-	return l.status(id, it), nil
+	return st, nil
 }
 
-func (l *Ledger) status(id gating.ItemID, it *Item) ClaimStatus {
+func (l *Ledger) status(id gating.ItemID, it *Item, evidenceMs int64) ClaimStatus {
 	st := ClaimStatus{Key: string(id)}
 	if it == nil {
 		return st
@@ -471,15 +534,12 @@ func (l *Ledger) status(id gating.ItemID, it *Item) ClaimStatus {
 		owner, region := g.Owner, g.Region
 		st.Owner, st.Region = &owner, &region
 	}
-	switch {
-	case !st.Claimed:
-		st.State = "released"
-	case it.Grant != nil && it.Grant.LeaseExpiresAt.UnixMilli() > l.nowMs():
-		st.State, st.IsHeld = "held", true
+	now := l.cfg.Now()
+	st.State = string(gating.ClaimStateOf(claimView(it, evidenceMs), now, l.cfg.Quarantine))
+	if st.Claimed && it.Grant != nil && it.Grant.LeaseExpiresAt.UnixMilli() > now.UnixMilli() {
+		st.IsHeld = true
 		exp := Timestamp(it.Grant.LeaseExpiresAt)
 		st.LeaseExpiresAtUtc = &exp
-	default:
-		st.State = "lapsed"
 	}
 	return st
 }

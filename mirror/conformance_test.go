@@ -63,6 +63,8 @@ func RunConformance(t *testing.T, open func(t *testing.T) *Ledger) {
 	t.Run("ForgetAndRecreate", func(t *testing.T) { testForget(t, setup(t)) })
 	t.Run("BoundedWait", func(t *testing.T) { testBoundedWait(t, setup) })
 	t.Run("Race", func(t *testing.T) { testRace(t, setup(t)) })
+	t.Run("ClaimReadiness", func(t *testing.T) { testClaimReadiness(t, setup) })
+	t.Run("Quarantine", func(t *testing.T) { testQuarantine(t, setup) })
 }
 
 // ---- harness ----
@@ -76,6 +78,12 @@ func (c *fakeClock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.t
+}
+
+func (c *fakeClock) Set(t time.Time) {
+	c.mu.Lock()
+	c.t = t
+	c.mu.Unlock()
 }
 
 func (c *fakeClock) Advance(d time.Duration) {
@@ -163,7 +171,21 @@ func (e *env) create(n int, tg []string, links ...gating.Link) Item {
 	if err != nil {
 		e.t.Fatalf("create issue-%d: %v", n, err)
 	}
+	e.admit(n)
 	return it
+}
+
+// admit makes issue n admitted as the claim rules read it: a recorded human
+// admission act, and issue labels without the admission label (without
+// either, the ledger fails closed: awaiting-admission).
+func (e *env) admit(n int) {
+	e.t.Helper()
+	if err := (&Acts{db: e.l.db}).RecordAdmission(e.ctx, e.repo, n, Admission{By: "alice", At: e.clock.Now(), How: "test"}); err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := e.l.RecordIssueState(e.ctx, e.repo, n, IssueState{State: IssueOpen, Labels: []string{"backlog"}, UpdatedAt: e.clock.Now()}); err != nil {
+		e.t.Fatal(err)
+	}
 }
 
 func (e *env) item(n int) Item {
@@ -605,8 +627,11 @@ func testRefusals(t *testing.T, setup func(*testing.T) *env) {
 		}, "HumanActRequired"},
 		{"update: a worker removing a blockedBy edge", func(e *env) {
 			e.create(1, tags())
-			e.create(2, tags(), blockedBy(1))
-			e.claim(2, "w1/run", 60)
+			e.create(2, tags())
+			e.claim(2, "w1/run", 60) // claimable: the edge comes after the claim
+			if _, err := e.l.Update(e.ctx, e.repo, "issue-2", Patch{AddLinks: []gating.Link{blockedBy(1)}, FencingToken: i64(1)}, pm, WriteOptions{}); err != nil {
+				e.t.Fatal(err)
+			}
 		}, func(e *env) error {
 			_, err := e.l.Update(e.ctx, e.repo, "issue-2", Patch{RemoveLinks: []gating.Link{blockedBy(1)}, FencingToken: i64(1)}, worker, WriteOptions{})
 			return err
@@ -840,8 +865,27 @@ func testClaimContendedAndLapse(t *testing.T, e *env) {
 	if got := fmtStatus(st); got != `exists=true claimed=true held=false state="lapsed" fence=1 released=null owner=pm/a region=local lease=null` {
 		t.Fatalf("lapsed status %s", got)
 	}
-	// A lapsed claim is claimable (quarantine is the next issue's), with a
-	// strictly higher fence; the released mark is untouched.
+	// A lapsed claim is quarantined: not claimable by another owner while
+	// its holder's last evidence of work (here: the grant) is within the
+	// quarantine; nothing is written.
+	before := e.dump()
+	nr, err := l.Claim(ctx, e.repo, "issue-1", ClaimRequest{Owner: "pm/b", LeaseSeconds: f64(60)}, pm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantResult(t, nr, map[string]any{"key": "issue-1", "granted": false, "reason": ReasonNotReady})
+	if nr.Exclusion == nil || *nr.Exclusion != gating.ExLapsed {
+		t.Fatalf("exclusion %v, want lapsed", nr.Exclusion)
+	}
+	if after := e.dump(); after != before {
+		t.Fatalf("a not-ready claim wrote:\n%s", after)
+	}
+	// After the quarantine the claim is abandoned and claimable by anyone,
+	// with a strictly higher fence; the released mark is untouched.
+	e.clock.Advance(time.Hour)
+	if st := e.status(1); st.State != "abandoned" || st.IsHeld || !st.Claimed {
+		t.Fatalf("after the quarantine: %s", fmtStatus(st))
+	}
 	r := e.claim(1, "pm/b", 60)
 	if *r.FencingToken != 2 || *r.Owner != "pm/b" {
 		t.Fatalf("re-claim after lapse %+v", r)
@@ -987,7 +1031,9 @@ func testRenew(t *testing.T, e *env) {
 	if _, err := l.Update(ctx, e.repo, "issue-1", Patch{Title: str("by the lapsed holder"), FencingToken: i64(1)}, pm, WriteOptions{}); err != nil {
 		t.Fatalf("lapsed holder's write: %v", err)
 	}
-	// Released: superseded.
+	// Released: superseded. (Another owner may claim once the lapsed
+	// claim's quarantine is over.)
+	e.clock.Advance(time.Hour)
 	r2 := e.claim(1, "pm/b", 60)
 	e.release(1, *r2.FencingToken)
 	r, _ = l.Renew(ctx, e.repo, "issue-1", *r2.FencingToken, f64(60), pm)
@@ -1270,13 +1316,25 @@ func testBoundedWait(t *testing.T, setup func(*testing.T) *env) {
 			t.Fatalf("woken %v after the release", d)
 		}
 	})
-	t.Run("granted when the lease lapses", func(t *testing.T) {
+	t.Run("a lapse ends the wait: the item is quarantined", func(t *testing.T) {
 		e := setup(t)
 		e.create(1, tags())
 		e.claim(1, "pm/holder", 60)
 		ch := e.claimAsync(1, "pm/waiter", 10)
 		waitQueued(t, e, 1, 1)
 		e.clock.Advance(61 * time.Second)
+		o := <-ch
+		if o.err != nil || o.r.Granted || *o.r.Reason != ReasonNotReady || *o.r.Exclusion != gating.ExLapsed {
+			t.Fatalf("%+v %v", o.r, o.err)
+		}
+	})
+	t.Run("granted when the lapsed claim is abandoned", func(t *testing.T) {
+		e := setup(t)
+		e.create(1, tags())
+		e.claim(1, "pm/holder", 60)
+		ch := e.claimAsync(1, "pm/waiter", 10)
+		waitQueued(t, e, 1, 1)
+		e.clock.Advance(61*time.Second + time.Hour)
 		o := <-ch
 		if o.err != nil || !o.r.Granted || *o.r.FencingToken != 2 {
 			t.Fatalf("%+v %v", o.r, o.err)
@@ -1335,9 +1393,9 @@ func testBoundedWait(t *testing.T, setup func(*testing.T) *env) {
 		e.claim(1, "pm/holder", 60)
 		ch := e.claimAsync(1, "pm/waiter", 10)
 		waitQueued(t, e, 1, 1)
-		// Lapse the holder while the waiter sleeps between polls; a barging
-		// claim must not take what the waiter is owed.
-		e.clock.Advance(61 * time.Second)
+		// Abandon the holder's claim while the waiter sleeps between polls;
+		// a barging claim must not take what the waiter is owed.
+		e.clock.Advance(61*time.Second + time.Hour)
 		r, err := e.l.Claim(e.ctx, e.repo, "issue-1", ClaimRequest{Owner: "pm/barger"}, pm)
 		if err != nil {
 			t.Fatal(err)
@@ -1369,6 +1427,15 @@ func testBoundedWait(t *testing.T, setup func(*testing.T) *env) {
 // ---- races ----
 
 func testRace(t *testing.T, e *env) {
+	// Hundreds of custody changes on one item: raise the poison threshold
+	// (it would otherwise be poisoned after three).
+	cfg := testConfig(e.clock, testRegion)
+	cfg.Settings = func(context.Context, Repo) RepoSettings {
+		s := DefaultSettings()
+		s.PoisonThreshold = 1 << 30
+		return s
+	}
+	e.l = reconfigure(t, e.l, cfg)
 	ctx, l := e.ctx, e.l
 	e.create(1, tags())
 	const racers = 50

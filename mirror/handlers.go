@@ -65,6 +65,11 @@ func (m *Mirror) settings(ctx context.Context, r Repo) RepoSettings {
 const (
 	OutcomeIgnored  = "ignored"
 	OutcomeRecorded = "recorded"
+	// OutcomeIssueState: an issues delivery that makes no item recorded the
+	// issue's labels and state; OutcomeIssueStateOlder: its payload was older
+	// than the state already recorded, and was not applied.
+	OutcomeIssueState      = "issue state recorded"
+	OutcomeIssueStateOlder = "issue state older than recorded; not applied"
 )
 
 type installationPayload struct {
@@ -206,6 +211,7 @@ type issuesPayload struct {
 		Title       string `json:"title"`
 		HTMLURL     string `json:"html_url"`
 		State       string `json:"state"`
+		UpdatedAt   string `json:"updated_at"`
 		PullRequest *struct {
 			URL string `json:"url"`
 		} `json:"pull_request"`
@@ -239,10 +245,31 @@ func (p *issuesPayload) hasLabel(name string) bool {
 	return false
 }
 
-// HandleIssues makes an item of an issue that is opened with, or gains, the
-// item label. An item made by a human with triage or more is admitted at
-// creation (the act recorded); one made by anyone else carries the admission
-// label (added if missing).
+// issueState is the issue's state as the payload reports it.
+func (p *issuesPayload) issueState(action string) IssueState {
+	st := IssueState{State: p.Issue.State, Labels: make([]string, 0, len(p.Issue.Labels))}
+	switch action {
+	case "deleted":
+		st.State = IssueDeleted
+	case "transferred":
+		st.State = IssueTransferred
+	}
+	for _, l := range p.Issue.Labels {
+		st.Labels = append(st.Labels, l.Name)
+	}
+	if t, err := time.Parse(time.RFC3339, p.Issue.UpdatedAt); err == nil {
+		st.UpdatedAt = t
+	}
+	return st
+}
+
+// HandleIssues records the issue's current labels and state (every action:
+// the payload carries the full label set; an older payload never overwrites
+// a newer one, see RecordIssueState), and makes an item of an issue that is
+// opened with, or gains, the item label. An item made by a human with triage
+// or more is admitted at creation (the act recorded); one made by anyone
+// else carries the admission label (added if missing). Recording the state
+// is bookkeeping, so warden's own deliveries (FromSelf) record it too.
 func (m *Mirror) HandleIssues(ctx context.Context, ev Event) (string, error) {
 	var p issuesPayload
 	if err := json.Unmarshal(ev.Payload, &p); err != nil {
@@ -259,11 +286,18 @@ func (m *Mirror) HandleIssues(ctx context.Context, ev Event) (string, error) {
 	} else if err != nil {
 		return "", err
 	}
+	applied, err := m.Ledger.RecordIssueState(ctx, repo.ID, p.Issue.Number, p.issueState(ev.Action))
+	if err != nil {
+		return "", err
+	}
 	set := m.settings(ctx, repo)
 	makesItem := (ev.Action == "opened" || ev.Action == "reopened" || ev.Action == "transferred") && p.hasLabel(set.ItemLabel) ||
 		ev.Action == "labeled" && p.Label != nil && strings.EqualFold(p.Label.Name, set.ItemLabel)
 	if !makesItem {
-		return OutcomeIgnored, nil
+		if !applied {
+			return OutcomeIssueStateOlder, nil
+		}
+		return OutcomeIssueState, nil
 	}
 	id := gating.IDFor(p.Issue.Number)
 	if _, err := m.Ledger.Get(ctx, repo.ID, id); err == nil {

@@ -41,8 +41,12 @@ type Config struct {
 	Region       string           // WARDEN_REGION: claims are taken only here
 	LeaseDefault time.Duration    // lease when none is asked for
 	LeaseMax     time.Duration    // ceiling every lease is clamped to
-	Quarantine   time.Duration    // kept for the next issue (lapsed claims); store it
+	Quarantine   time.Duration    // WARDEN_QUARANTINE: how long a lapsed claim stays quarantined after its holder's last evidence of work
 	Now          func() time.Time // default time.Now
+	// Settings returns a repository's backlog settings (its admission label
+	// and poison threshold are what the ready set reads); nil: the
+	// contract's defaults.
+	Settings func(ctx context.Context, r Repo) RepoSettings
 }
 
 // Defaults for a zero Config field (README "Settings").
@@ -94,6 +98,14 @@ func OpenLedger(ctx context.Context, d *db.DB, cfg Config) (*Ledger, error) {
 		return nil, err
 	}
 	if err := d.Migrate(ctx, "ledger", ledgerMigrations); err != nil {
+		return nil, fmt.Errorf("open ledger: %w", err)
+	}
+	// The ready set reads the recorded admissions (Acts) and the issues'
+	// labels beside the ledger's own tables, in one transaction.
+	if err := d.Migrate(ctx, "acts", actsMigrations); err != nil {
+		return nil, fmt.Errorf("open ledger: %w", err)
+	}
+	if err := d.Migrate(ctx, "issue_state", issueStateMigrations); err != nil {
 		return nil, fmt.Errorf("open ledger: %w", err)
 	}
 	return l, nil
@@ -284,7 +296,7 @@ func (l *Ledger) lockRow(ctx context.Context, q querier, m lockMode, repoID int6
 	return true, nil
 }
 
-func scanItem(s interface{ Scan(...any) error }, repoID int64) (*Item, error) {
+func scanItem(s interface{ Scan(...any) error }, repoID int64, extra ...any) (*Item, error) {
 	var (
 		it                                  Item
 		n                                   int64
@@ -292,8 +304,9 @@ func scanItem(s interface{ Scan(...any) error }, repoID int64) (*Item, error) {
 		owner, region, branch, purpose      sql.NullString
 		grantedAt, leaseExpires, releasedAt sql.NullInt64
 	)
-	if err := s.Scan(&n, &it.Title, &it.Body, &it.Author, &it.Provenance, &created, &updated, &it.Fence.Token, &it.Fence.Released,
-		&owner, &region, &branch, &purpose, &grantedAt, &leaseExpires, &releasedAt); err != nil {
+	dest := []any{&n, &it.Title, &it.Body, &it.Author, &it.Provenance, &created, &updated, &it.Fence.Token, &it.Fence.Released,
+		&owner, &region, &branch, &purpose, &grantedAt, &leaseExpires, &releasedAt}
+	if err := s.Scan(append(dest, extra...)...); err != nil {
 		return nil, err
 	}
 	it.RepoID = repoID

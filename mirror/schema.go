@@ -61,4 +61,25 @@ var ledgerMigrations = []db.Migration{
 	lease_expires_at BIGINT NOT NULL,
 	released_at BIGINT,
 	PRIMARY KEY (repo_id, number, fence))`},
+	// Evidence of work per grant (CONTRACT.md §9): the latest time its holder
+	// showed it is alive (a renew, a push to the claim's branch, later a
+	// comment by its login), and what it was. The grant itself is evidence
+	// too (its granted_at), so a grant with no row here has that.
+	{Version: 8, SQL: `CREATE TABLE ledger_evidence (
+	repo_id BIGINT NOT NULL,
+	number BIGINT NOT NULL,
+	fence BIGINT NOT NULL,
+	last_at BIGINT NOT NULL,
+	kind TEXT NOT NULL,
+	PRIMARY KEY (repo_id, number, fence))`},
+	// Pushes find the claims of their branch.
+	{Version: 9, SQL: `CREATE INDEX ledger_grants_by_branch ON ledger_grants (repo_id, branch)`},
+	// A claim's readiness check reads the items in flight (claimed, not
+	// released) without scanning the repository.
+	{Version: 10, SQL: `CREATE INDEX ledger_items_in_flight ON ledger_items (repo_id, number) WHERE fence > released`},
+	// Dependents by target, covering (the number too): without it SQLite's
+	// planner prefers scanning the repository's links through the covering
+	// primary key over searching the narrower index and reading the rows.
+	{Version: 11, SQL: `CREATE INDEX ledger_links_by_target_covering ON ledger_links (repo_id, target, rel, number)`},
+	{Version: 12, SQL: `DROP INDEX ledger_links_by_target`},
 }

@@ -26,9 +26,10 @@ type demoStep struct {
 }
 
 type demo struct {
-	env   *harness.Env
-	item  string // the item the API steps work on
-	token int64  // its fencing token
+	env    *harness.Env
+	pmItem string // the item the project manager made (awaiting admission)
+	item   string // the admitted item the claim steps work on
+	token  int64  // its fencing token
 }
 
 func runDemo(ctx context.Context, e env, args []string) int {
@@ -85,7 +86,10 @@ func demoSteps() []demoStep {
 		{"an agent, worker-7[bot], comments on it", stepAgentComment},
 		{"warden itself comments through its installation token", stepSelfComment},
 		{"the project-manager agent creates an item through the agent API", stepAPICreate},
-		{"a worker claims it; a second claimant and an unfenced write are refused", stepClaim},
+		{"a worker tries to claim it before a human admitted it", stepNotAdmitted},
+		{"alice creates an item with her own token (a human's item is admitted at creation)", stepHumanCreate},
+		{"the ready set: GET /ready", stepReady},
+		{"a worker claims the admitted item; a second claimant and an unfenced write are refused", stepClaim},
 		{"the worker renews without a length, then releases", stepRenewRelease},
 	}
 }
@@ -287,8 +291,59 @@ func stepAPICreate(ctx context.Context, d *demo) (string, error) {
 			labels = append(labels, l.Name)
 		}
 	})
-	d.item = created.ID
+	d.pmItem = created.ID
 	return fmt.Sprintf("GitHub issue #%d opened with labels %v, then item %s with %v", n, labels, created.ID, created.Tags), nil
+}
+
+func stepNotAdmitted(ctx context.Context, d *demo) (string, error) {
+	var c mirror.ClaimResult
+	if _, err := d.env.API(ctx, harness.WorkerToken, http.MethodPost, "/items/"+d.pmItem+"/claim", map[string]any{"owner": "worker-7/run-1"}, &c); err != nil {
+		return "", err
+	}
+	if c.Granted || c.Reason == nil || *c.Reason != mirror.ReasonNotReady || c.Exclusion == nil || *c.Exclusion != gating.ExAwaitingAdmission {
+		return "", fmt.Errorf("the claim was not refused as awaiting admission: %+v", c)
+	}
+	return fmt.Sprintf("refused: granted false, reason %s, exclusion %s", *c.Reason, *c.Exclusion), nil
+}
+
+func stepHumanCreate(ctx context.Context, d *demo) (string, error) {
+	var created struct {
+		ID string `json:"id"`
+	}
+	code, err := d.env.API(ctx, harness.HumanToken, http.MethodPost, "/items", map[string]any{
+		"title": "Shard the claim table", "specification": "What must be true: ...", "tags": []string{"priority:P1"},
+	}, &created)
+	if err != nil || code != http.StatusCreated {
+		return "", fmt.Errorf("POST /items answered %d (%v)", code, err)
+	}
+	if err := d.env.Settle(ctx); err != nil {
+		return "", err
+	}
+	d.item = created.ID
+	return fmt.Sprintf("item %s, opened without the admission label; its admission act is recorded", created.ID), nil
+}
+
+func stepReady(ctx context.Context, d *demo) (string, error) {
+	var set struct {
+		Ready []struct {
+			Item string `json:"item"`
+		} `json:"ready"`
+		Excluded []struct {
+			Item   string `json:"item"`
+			Reason string `json:"reason"`
+		} `json:"excluded"`
+	}
+	if code, err := d.env.API(ctx, harness.WorkerToken, http.MethodGet, "/ready", nil, &set); err != nil || code != http.StatusOK {
+		return "", fmt.Errorf("GET /ready answered %d (%v)", code, err)
+	}
+	if len(set.Ready) != 1 || set.Ready[0].Item != d.item {
+		return "", fmt.Errorf("ready %+v, want only %s", set.Ready, d.item)
+	}
+	var out []string
+	for _, x := range set.Excluded {
+		out = append(out, x.Item+" ("+x.Reason+")")
+	}
+	return fmt.Sprintf("ready: %s; excluded: %s", d.item, strings.Join(out, ", ")), nil
 }
 
 func stepClaim(ctx context.Context, d *demo) (string, error) {

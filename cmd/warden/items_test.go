@@ -14,7 +14,7 @@ import (
 	"github.com/wardenhq/warden/mirror"
 )
 
-// itemsEnv is a database holding a served repository with three items.
+// itemsEnv is a database holding a served repository with five items.
 func itemsEnv(t *testing.T) map[string]string {
 	t.Helper()
 	ctx := context.Background()
@@ -37,10 +37,27 @@ func itemsEnv(t *testing.T) map[string]string {
 	seed := []mirror.NewItem{
 		{Number: 3, Title: "Batch the WAL fsyncs", Body: "See #3", Tags: tags()},
 		{Number: 4, Title: "Elsewhere", Tags: []string{"backlog", "priority:P3", "phase:research", "homeRegion:far", "baseBranch:main"}},
-		{Number: 9, Title: "Depends on the WAL", Tags: tags(), Links: []gating.Link{{Rel: gating.BlockedBy, Target: "issue-3"}, {Rel: gating.Related, Target: "issue-50"}}},
+		{Number: 9, Title: "Next to the WAL", Tags: tags(), Links: []gating.Link{{Rel: gating.Related, Target: "issue-50"}}},
+		{Number: 10, Title: "Depends on the WAL", Tags: []string{"backlog", "priority:P2", "phase:implementation", "homeRegion:local", "baseBranch:main"}, Links: []gating.Link{{Rel: gating.BlockedBy, Target: "issue-3"}}},
+		{Number: 11, Title: "Proposed by an agent", Tags: tags()},
+	}
+	acts, err := mirror.OpenActs(ctx, d)
+	if err != nil {
+		t.Fatal(err)
 	}
 	for _, in := range seed {
 		if _, err := l.Create(ctx, 77, in, mirror.Actor{Role: gating.RoleHuman, Name: "seed"}, mirror.WriteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		// Admitted (a recorded act, the admission label absent), except
+		// issue-11, which still carries the admission label.
+		labels := []string{"backlog"}
+		if in.Number == 11 {
+			labels = append(labels, "needs-specification")
+		} else if err := acts.RecordAdmission(ctx, 77, in.Number, mirror.Admission{By: "alice", At: time.Now(), How: "test"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.RecordIssueState(ctx, 77, in.Number, mirror.IssueState{State: mirror.IssueOpen, Labels: labels, UpdatedAt: time.Now()}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -63,7 +80,7 @@ func TestItemsCommands(t *testing.T) {
 	}
 	code, out, _ = runCLI(env, "items", "list", "--repo", "ACME/app", "--json")
 	var views []map[string]any
-	if code != exitOK || json.Unmarshal([]byte(out), &views) != nil || len(views) != 3 || views[0]["id"] != "issue-3" {
+	if code != exitOK || json.Unmarshal([]byte(out), &views) != nil || len(views) != 5 || views[0]["id"] != "issue-3" {
 		t.Fatalf("list --json: %d %s", code, out)
 	}
 

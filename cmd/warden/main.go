@@ -50,6 +50,7 @@ func commands() []command {
 		{"migrate", "create or upgrade the database schema", runMigrate},
 		{"deliveries", "list the inbox and its dead letters, or retry dead letters", runDeliveries},
 		{"items", "list, show, claim or release backlog items in the ledger", runItems},
+		{"ready", "print a repository's ready set and defect report", runReady},
 		{"version", "print the version", runVersion},
 	}
 }

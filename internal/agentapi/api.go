@@ -125,6 +125,8 @@ type store interface {
 	Release(ctx context.Context, repoID int64, id gating.ItemID, token int64, actor mirror.Actor) (mirror.ReleaseResult, error)
 	Status(ctx context.Context, repoID int64, id gating.ItemID) (mirror.ClaimStatus, error)
 	Grants(ctx context.Context, repoID int64, id gating.ItemID) ([]mirror.Grant, error)
+	Snapshot(ctx context.Context, repoID int64) (*mirror.RepoSnapshot, error)
+	RecordIssueState(ctx context.Context, repoID int64, number int, st mirror.IssueState) (bool, error)
 }
 
 var _ store = (*mirror.Ledger)(nil)
@@ -180,6 +182,8 @@ func (h *handler) routes() http.Handler {
 		r.Get("/items/{id}/claim", h.claimStatus)
 		r.Post("/items/{id}/renew", h.renew)
 		r.Post("/items/{id}/release", h.release)
+		r.Get("/ready", h.ready)
+		r.Get("/report", h.report)
 	})
 	return r
 }

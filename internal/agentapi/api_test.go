@@ -4,10 +4,6 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-
-	"time"
-
-	"github.com/wardenhq/warden/mirror"
 )
 
 func TestAuthenticateComparesEveryToken(t *testing.T) {
@@ -176,46 +172,4 @@ func TestMalformedRequestsNameTheField(t *testing.T) {
 	if n := f.issueCount(); n != 0 {
 		t.Fatalf("malformed requests opened %d issues", n)
 	}
-}
-
-func TestAttemptsCountCustodyChanges(t *testing.T) {
-	cases := []struct {
-		name   string
-		grants []grantSpec
-		want   int
-	}{
-		{"never claimed", nil, 0},
-		{"one claim", []grantSpec{{"a", "", false}}, 1},
-		{"same owner re-claims its lapsed claim", []grantSpec{{"a", "", false}, {"a", "", false}}, 1},
-		{"same owner after a release", []grantSpec{{"a", "", true}, {"a", "", false}}, 2},
-		{"takeover", []grantSpec{{"a", "", false}, {"b", "", false}}, 2},
-		{"maintenance claims are no attempt", []grantSpec{{"a", "", true}, {"pm/fix", "maintenance", true}, {"a", "", false}}, 2},
-		{"maintenance between re-claims", []grantSpec{{"a", "", false}, {"warden", "maintenance", true}, {"a", "", false}}, 1},
-	}
-	for _, c := range cases {
-		if got := Attempts(grants(c.grants)); got != c.want {
-			t.Errorf("%s: %d attempts, want %d", c.name, got, c.want)
-		}
-	}
-}
-
-type grantSpec struct {
-	owner, purpose string
-	released       bool
-}
-
-func grants(specs []grantSpec) []mirror.Grant {
-	var out []mirror.Grant
-	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	// Listed newest first, to show the order is the fence's, not the slice's.
-	for i := len(specs) - 1; i >= 0; i-- {
-		s := specs[i]
-		g := mirror.Grant{Fence: int64(i + 1), Owner: s.owner, Purpose: s.purpose, GrantedAt: at.Add(time.Duration(i) * time.Minute)}
-		if s.released {
-			r := g.GrantedAt.Add(time.Second)
-			g.ReleasedAt = &r
-		}
-		out = append(out, g)
-	}
-	return out
 }

@@ -265,7 +265,13 @@ func TestDeleteIsFenced(t *testing.T) {
 	if rj := r.body["rejected"].([]any); len(rj) != 1 || rj[0] != "issue-51" {
 		t.Fatalf("rejected %s", r.raw)
 	}
-	c := f.must(f.call("POST", "items/issue-51/claim", tokHuman, map[string]any{"owner": "alice/cli"}), 200)
+	// issue-51 waits on issue-50, so only a maintenance claim (which skips
+	// readiness) is granted.
+	if r := f.must(f.call("POST", "items/issue-51/claim", tokHuman, map[string]any{"owner": "alice/cli"}), 200); r.body["granted"] != false ||
+		r.str("reason") != "not-ready" || r.str("exclusion") != "blocked" {
+		t.Fatalf("claim of a blocked item %s", r.raw)
+	}
+	c := f.must(f.call("POST", "items/issue-51/claim", tokHuman, map[string]any{"owner": "alice/cli", "purpose": "maintenance"}), 200)
 	tok := int64(c.num("fencingToken"))
 	f.problemIs(f.call("DELETE", "items/issue-51", tokPM, nil), 409, string(gating.ClaimRequired))
 	f.problemIs(f.call("DELETE", fmt.Sprintf("items/issue-51?fencingToken=%d", tok+1), tokPM, nil), 409, string(gating.UnissuedToken))

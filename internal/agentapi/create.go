@@ -196,22 +196,32 @@ func wantLabels(set repoSettings, role gating.Role) []string {
 }
 
 // ensureLabels adds any wanted label the issue lacks (GitHub drops labels
-// silently on create in some cases) and checks that GitHub kept them.
-func (h *handler) ensureLabels(ctx context.Context, repo mirror.Repo, number int, have, want []string) error {
-	missing := missingLabels(have, want)
-	if len(missing) == 0 {
-		return nil
+// silently on create in some cases), checks that GitHub kept them, and
+// records the issue's labels as warden now knows them (the ready set reads
+// the admission label from that record).
+func (h *handler) ensureLabels(ctx context.Context, repo mirror.Repo, issue Issue, want []string) error {
+	labels := issue.Labels
+	if missing := missingLabels(issue.Labels, want); len(missing) > 0 {
+		h.log.Info("re-adding labels GitHub dropped", "repo", repo.FullName, "issue", issue.Number, "labels", missing)
+		now, err := h.gh.AddLabels(ctx, repo, issue.Number, missing)
+		if err != nil {
+			return err
+		}
+		if still := missingLabels(now, want); len(still) > 0 {
+			return &GitHubError{Op: fmt.Sprintf("label issue #%d", issue.Number), Status: http.StatusBadGateway,
+				Message: "GitHub did not keep the labels " + strings.Join(still, ", ")}
+		}
+		labels = now
 	}
-	h.log.Info("re-adding labels GitHub dropped", "repo", repo.FullName, "issue", number, "labels", missing)
-	now, err := h.gh.AddLabels(ctx, repo, number, missing)
-	if err != nil {
-		return err
+	// Bookkeeping: the issue's own deliveries (FromSelf) record it too, and
+	// a later updated_at wins. The answer's updated_at predates labels added
+	// just now, so any delivery about them replaces this record.
+	state := issue.State
+	if state == "" {
+		state = mirror.IssueOpen
 	}
-	if still := missingLabels(now, want); len(still) > 0 {
-		return &GitHubError{Op: fmt.Sprintf("label issue #%d", number), Status: http.StatusBadGateway,
-			Message: "GitHub did not keep the labels " + strings.Join(still, ", ")}
-	}
-	return nil
+	_, err := h.ledger.RecordIssueState(ctx, repo.ID, issue.Number, mirror.IssueState{State: state, Labels: labels, UpdatedAt: issue.UpdatedAt})
+	return err
 }
 
 func missingLabels(have, want []string) []string {
@@ -378,7 +388,7 @@ func (h *handler) createItem(w http.ResponseWriter, r *http.Request) {
 	}
 	// 4. The labels GitHub may have dropped, the epic's sub-issue, then the
 	// ledger row. A failure here leaves the issue for a retry to adopt.
-	if err := h.ensureLabels(ctx, repo, issue.Number, issue.Labels, wantLabels(set, actor.Role)); err != nil {
+	if err := h.ensureLabels(ctx, repo, *issue, wantLabels(set, actor.Role)); err != nil {
 		h.failErr(w, r, err)
 		return
 	}
@@ -552,7 +562,7 @@ func (h *handler) adoptItem(w http.ResponseWriter, r *http.Request) {
 		h.failErr(w, r, err)
 		return
 	}
-	if err := h.ensureLabels(ctx, repo, number, issue.Labels, wantLabels(set, actor.Role)); err != nil {
+	if err := h.ensureLabels(ctx, repo, issue, wantLabels(set, actor.Role)); err != nil {
 		h.failErr(w, r, err)
 		return
 	}

@@ -316,7 +316,22 @@ func (f *fixture) seed(number int, tags []string, links ...gating.Link) mirror.I
 	if err != nil {
 		f.t.Fatalf("seed issue-%d: %v", number, err)
 	}
+	f.admit(number)
 	return it
+}
+
+// admit makes a seeded item admitted as the claim rules read it: a recorded
+// human admission act and issue labels without the admission label (the
+// ledger fails closed without either).
+func (f *fixture) admit(number int) {
+	f.t.Helper()
+	ctx := context.Background()
+	if err := f.acts.RecordAdmission(ctx, f.mrepo.ID, number, mirror.Admission{By: "alice", At: f.clock.Now(), How: "test"}); err != nil {
+		f.t.Fatal(err)
+	}
+	if _, err := f.ledger.RecordIssueState(ctx, f.mrepo.ID, number, mirror.IssueState{State: mirror.IssueOpen, Labels: []string{"backlog"}, UpdatedAt: f.clock.Now()}); err != nil {
+		f.t.Fatal(err)
+	}
 }
 
 func hasLabel(labels []string, name string) bool {

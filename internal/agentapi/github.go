@@ -55,6 +55,9 @@ type Issue struct {
 	Author string
 	Labels []string
 	IsPull bool
+	// UpdatedAt is GitHub's updated_at (zero when unknown): the order of
+	// recorded issue states.
+	UpdatedAt time.Time
 }
 
 // PullRequest is the part of a pull request the API reads.
@@ -148,7 +151,7 @@ func (g *appGitHub) BotLogin(ctx context.Context) (string, error) {
 
 func fromIssue(i *github.Issue) Issue {
 	out := Issue{ID: i.GetID(), Number: i.GetNumber(), Title: i.GetTitle(), Body: i.GetBody(), State: i.GetState(),
-		URL: i.GetHTMLURL(), Author: i.GetUser().GetLogin(), IsPull: i.IsPullRequest()}
+		URL: i.GetHTMLURL(), Author: i.GetUser().GetLogin(), IsPull: i.IsPullRequest(), UpdatedAt: i.GetUpdatedAt().Time}
 	for _, l := range i.Labels {
 		out.Labels = append(out.Labels, l.GetName())
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -53,8 +52,11 @@ func ViewOf(it mirror.Item) ItemView {
 type ItemDetail struct {
 	ItemView
 	// Attempts counts the custody-changing, non-maintenance grants in the
-	// grant log (the comment trail refines it once warden reads it).
-	Attempts      int                `json:"attempts"`
+	// grant log (mirror.Attempts; the comment trail refines it once warden
+	// reads it).
+	Attempts int `json:"attempts"`
+	// Claim is the claim status; its state is held, lapsed (quarantined on
+	// evidence of work), abandoned, released, or "" when never claimed.
 	Claim         mirror.ClaimStatus `json:"claim"`
 	StaleLinks    []gating.Link      `json:"staleLinks"`
 	DanglingLinks []gating.Link      `json:"danglingLinks"`
@@ -64,29 +66,6 @@ type ItemDetail struct {
 type ItemPage struct {
 	Items      []ItemView `json:"items"`
 	NextCursor *string    `json:"nextCursor"`
-}
-
-// Attempts counts the attempts in a grant log: every custody-changing grant
-// that is not a maintenance claim. A grant changes custody when it is the
-// first, when the previous (non-maintenance) grant was released, or when it
-// goes to another owner; a same-owner re-claim of its own unreleased claim
-// is not an attempt.
-func Attempts(grants []mirror.Grant) int {
-	gs := append([]mirror.Grant(nil), grants...)
-	sort.SliceStable(gs, func(i, j int) bool { return gs[i].Fence < gs[j].Fence })
-	n := 0
-	var prev *mirror.Grant
-	for i := range gs {
-		g := &gs[i]
-		if g.Purpose == "maintenance" {
-			continue
-		}
-		if prev == nil || prev.ReleasedAt != nil || prev.Owner != g.Owner {
-			n++
-		}
-		prev = g
-	}
-	return n
 }
 
 func (h *handler) pathID(w http.ResponseWriter, r *http.Request) (gating.ItemID, bool) {
@@ -167,7 +146,7 @@ func Describe(ctx context.Context, l ItemReader, repoID int64, it mirror.Item) (
 	if err != nil {
 		return d, err
 	}
-	d.Attempts = Attempts(gs)
+	d.Attempts = mirror.Attempts(gs)
 	seen := map[string]bool{}
 	for _, link := range it.Links {
 		if link.Rel == gating.AnchoredTo || link.Rel == gating.Claims {

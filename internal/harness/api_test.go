@@ -9,9 +9,10 @@ import (
 )
 
 // TestAgentAPIEndToEnd drives the agent API of the running service: a
-// project manager creates an item (mirror-first: the GitHub issue, then the
-// item), a worker claims it, writes its resume block under the claim,
-// renews and releases; warden's own issue deliveries change nothing.
+// maintainer's token creates an item (mirror-first: the GitHub issue, then
+// the item; a human's item is admitted at creation), a worker claims it,
+// writes its resume block under the claim, renews and releases; warden's own
+// issue deliveries change nothing.
 func TestAgentAPIEndToEnd(t *testing.T) {
 	e := New(t, Options{})
 	ctx := context.Background()
@@ -20,7 +21,7 @@ func TestAgentAPIEndToEnd(t *testing.T) {
 		Tags    []string `json:"tags"`
 		Outcome string   `json:"outcome"`
 	}
-	code, err := e.API(ctx, PMToken, http.MethodPost, "/items", map[string]any{
+	code, err := e.API(ctx, HumanToken, http.MethodPost, "/items", map[string]any{
 		"title": "Batch WAL writes", "specification": "What must be true: ...", "tags": []string{"priority:P1"},
 	}, &created)
 	if err != nil || code != http.StatusCreated {
@@ -32,7 +33,7 @@ func TestAgentAPIEndToEnd(t *testing.T) {
 	e.MustSettle(t)
 	e.Sim.Locked(func() {
 		iss := e.Repo.Issues[1]
-		if iss == nil || iss.Body == "" || len(iss.Labels) != 2 {
+		if iss == nil || iss.Body == "" || len(iss.Labels) != 1 {
 			t.Fatalf("GitHub issue: %+v", iss)
 		}
 	})

@@ -118,7 +118,7 @@ func TestHarnessPeopleAndAgentsOnGitHub(t *testing.T) {
 	}
 	want := []string{
 		"issues.opened/alice/item issue-1 made by alice, admitted at creation", "issues.labeled/alice/item exists",
-		"issues.labeled/alice/ignored", "issue_comment.created/worker-7[bot]/observed", "issues.unlabeled/alice/ignored",
+		"issues.labeled/alice/issue state recorded", "issue_comment.created/worker-7[bot]/observed", "issues.unlabeled/alice/issue state recorded",
 		"issue_comment.created/" + e.Sim.BotLogin() + "/self",
 	}
 	for _, w := range want {

@@ -84,8 +84,12 @@ func Build(ctx context.Context, s *config.Settings, log *slog.Logger, o Options)
 		return nil, &config.Error{Msg: fmt.Sprintf("GitHub App: %v", err)}
 	}
 	svc.Metrics = webhooks.NewMetrics(svc.Registry)
+	// Per-repository settings (.github/backlog.yml) are read by a later
+	// issue; until then the mirror and the ledger (its ready set: the
+	// admission label, the poison threshold) share the contract's defaults.
+	var repoSettings func(context.Context, mirror.Repo) mirror.RepoSettings
 	if svc.Ledger, err = mirror.OpenLedger(ctx, d, mirror.Config{Region: s.Region, LeaseDefault: s.LeaseDefault,
-		LeaseMax: s.LeaseMax, Quarantine: s.Quarantine}); err != nil {
+		LeaseMax: s.LeaseMax, Quarantine: s.Quarantine, Settings: repoSettings}); err != nil {
 		svc.Close()
 		return nil, fmt.Errorf("open the ledger: %w", err)
 	}
@@ -94,7 +98,7 @@ func Build(ctx context.Context, s *config.Settings, log *slog.Logger, o Options)
 		return nil, fmt.Errorf("open the acts record: %w", err)
 	}
 	svc.Mirror = &mirror.Mirror{Ledger: svc.Ledger, Acts: svc.Acts, GitHub: svc.App, Perms: mirror.NewPermissions(),
-		Region: s.Region, Agents: s.Agents, Log: log.With("component", "mirror")}
+		Region: s.Region, Agents: s.Agents, Settings: repoSettings, Log: log.With("component", "mirror")}
 	svc.Router = NewRouter(svc.Mirror)
 	opts := o.Dispatch
 	opts.Identity = func(ctx context.Context) (string, error) {

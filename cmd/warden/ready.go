@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/wardenhq/warden/gating"
+	"github.com/wardenhq/warden/internal/agentapi"
+	"github.com/wardenhq/warden/mirror"
+)
+
+const readyUsage = `usage: warden ready --repo OWNER/REPO [--json]
+Prints the repository's ready set (claim order), what is left out and why,
+the defect report and the alarms, from the ledger (no GitHub call).`
+
+func runReady(ctx context.Context, e env, args []string) int {
+	const cmd = "ready"
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
+		fmt.Fprintln(e.stdout, readyUsage)
+		return exitOK
+	}
+	var repoName string
+	var asJSON bool
+	register := func(fs *flag.FlagSet) {
+		fs.StringVar(&repoName, "repo", "", "the repository, OWNER/REPO")
+		fs.BoolVar(&asJSON, "json", false, "print JSON (GET /ready's answer, all of the ready set, and the report)")
+	}
+	flagArgs, pos, ok := splitItemsArgs(e, cmd, args, register)
+	if !ok {
+		return exitSetting
+	}
+	usage := func(format string, a ...any) int {
+		fmt.Fprintf(e.stderr, "warden %s: %s\n", cmd, fmt.Sprintf(format, a...))
+		return exitSetting
+	}
+	switch {
+	case len(pos) > 0:
+		return usage("unexpected argument %q", pos[0])
+	case repoName == "":
+		return usage("--repo OWNER/REPO is required")
+	case !cliRepoRe.MatchString(repoName):
+		return usage("--repo %q is not OWNER/REPO", repoName)
+	}
+	s, d, _, code := openDatabase(ctx, e, cmd, flagArgs, register)
+	if code >= 0 {
+		return code
+	}
+	defer d.Close()
+	l, err := mirror.OpenLedger(ctx, d, mirror.Config{Region: s.Region, LeaseDefault: s.LeaseDefault, LeaseMax: s.LeaseMax, Quarantine: s.Quarantine})
+	if err != nil {
+		return fail(e, cmd, err)
+	}
+	repo, err := l.Repo(ctx, repoName)
+	if errors.Is(err, mirror.ErrNotFound) {
+		return fail(e, cmd, fmt.Errorf("warden does not serve %s (the App is not installed on it, or no delivery recorded it yet)", repoName))
+	}
+	if err != nil {
+		return fail(e, cmd, err)
+	}
+	rs, err := l.Snapshot(ctx, repo.ID)
+	if err != nil {
+		return fail(e, cmd, err)
+	}
+	res := rs.Ready()
+	set := agentapi.ReadyOf(rs, res, 0)
+	if asJSON {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(struct {
+			agentapi.ReadySet
+			Report gating.Report `json:"report"`
+		}{set, rs.Report(res)}); err != nil {
+			return fail(e, cmd, err)
+		}
+		return exitOK
+	}
+	printReady(e.stdout, repo, set, rs.Report(res))
+	return exitOK
+}
+
+// printReady prints the ready set and the defect report as tables.
+func printReady(w io.Writer, repo mirror.Repo, set agentapi.ReadySet, rep gating.Report) {
+	fmt.Fprintf(w, "%s: %d items, %d ready, %d in flight, %d blocked, %d stalled, %d parked, %d awaiting admission, %d complete\n",
+		repo.FullName, rep.Summary.Items, rep.Summary.Ready, rep.Summary.InFlight, rep.Summary.Blocked, rep.Summary.Stalled,
+		rep.Summary.Parked, rep.Summary.AwaitingAdmission, rep.Summary.Complete)
+	for _, a := range set.Alarms {
+		fmt.Fprintf(w, "ALARM: %s\n", a)
+	}
+	fmt.Fprintln(w)
+	if len(set.Ready) == 0 {
+		fmt.Fprintln(w, "Ready: none")
+	} else {
+		fmt.Fprintln(w, "Ready (claim order):")
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  #\tITEM\tPRIORITY\tPHASE\tATTEMPTS\tOVERLAPS\tTITLE")
+		for i, it := range set.Ready {
+			s := &gating.Item{Tags: it.Tags}
+			overlaps := "-"
+			if len(it.Overlaps) > 0 {
+				ids := make([]string, len(it.Overlaps))
+				for k, o := range it.Overlaps {
+					ids[k] = string(o)
+				}
+				overlaps = strings.Join(ids, ",")
+			}
+			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%d\t%s\t%s\n", i+1, it.Item, dash(it.Priority), tagOr(s, "phase", "-"), it.Attempts, overlaps, oneLine(it.Title, 60))
+		}
+		tw.Flush()
+	}
+	if len(rep.InFlight) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "In flight:")
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  ITEM\tSTATE\tOWNER\tBRANCH\tLEASE UNTIL")
+		for _, f := range rep.InFlight {
+			state := string(f.State)
+			if f.Maintenance {
+				state += " (maintenance)"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", f.Item, state, f.Owner, dash(f.Branch), mirror.Timestamp(f.LeaseExpiresAtUtc))
+		}
+		tw.Flush()
+	}
+	if len(rep.CleanReclaims) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "Clean re-claims (a holder lapsed and came back; no attempt counted):")
+		for _, c := range rep.CleanReclaims {
+			fmt.Fprintf(w, "  %s  %s  fence %d -> %d at %s\n", c.Item, c.Owner, c.PriorFence, c.Fence, mirror.Timestamp(c.AtUtc))
+		}
+	}
+	fmt.Fprintln(w)
+	if len(set.Excluded) == 0 {
+		fmt.Fprintln(w, "Excluded: none")
+	} else {
+		fmt.Fprintln(w, "Excluded:")
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  ITEM\tREASON\tDETAIL")
+		for _, x := range set.Excluded {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", x.Item, x.Reason, oneLine(x.Detail, 160))
+		}
+		tw.Flush()
+	}
+	fmt.Fprintln(w)
+	if len(set.Defects) == 0 {
+		fmt.Fprintln(w, "Defects: none")
+		return
+	}
+	fmt.Fprintln(w, "Defects:")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  CODE\tITEM\tDETAIL")
+	for _, d := range set.Defects {
+		item := string(d.Item)
+		if item == "" {
+			item = "(repository)"
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", d.Code, item, oneLine(d.Detail, 160))
+	}
+	tw.Flush()
+}

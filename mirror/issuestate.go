@@ -1,0 +1,128 @@
+package mirror
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/wardenhq/warden/internal/db"
+)
+
+// Issue state: each issue's current labels and open/closed state as the
+// latest `issues` delivery (or the API's own answer) reported them, so that
+// the ready set knows whether the admission label is on an item's issue
+// without asking GitHub.
+//
+// GitHub does not keep delivery order, and every `issues` payload carries
+// the issue's full current label set and its updated_at. A payload is applied
+// only when its updated_at is not older than the one stored: an older
+// payload never overwrites a newer one. (GitHub's updated_at has one-second
+// resolution; two payloads of the same second are applied in the order they
+// are processed. The admission decision itself also needs a recorded human
+// act, so a stale label set within one second never admits anything.)
+var issueStateMigrations = []db.Migration{
+	{Version: 1, SQL: `CREATE TABLE issue_state (
+	repo_id BIGINT NOT NULL,
+	number BIGINT NOT NULL,
+	state TEXT NOT NULL,
+	labels TEXT NOT NULL,
+	updated_at BIGINT NOT NULL,
+	recorded_at BIGINT NOT NULL,
+	PRIMARY KEY (repo_id, number))`},
+}
+
+// Issue states beyond GitHub's open and closed.
+const (
+	IssueOpen        = "open"
+	IssueClosed      = "closed"
+	IssueDeleted     = "deleted"
+	IssueTransferred = "transferred"
+)
+
+// IssueState is an issue's state as last reported by GitHub.
+type IssueState struct {
+	State     string    `json:"state"` // open, closed, deleted, transferred
+	Labels    []string  `json:"labels"`
+	UpdatedAt time.Time `json:"updatedAt"` // the issue's updated_at as GitHub reported it
+}
+
+// HasLabel reports whether the issue carries the label name (compared as
+// GitHub compares label names: without regard to case).
+func (s IssueState) HasLabel(name string) bool { return hasLabelFold(s.Labels, name) }
+
+func hasLabelFold(labels []string, name string) bool {
+	for _, l := range labels {
+		if strings.EqualFold(strings.TrimSpace(l), strings.TrimSpace(name)) {
+			return true
+		}
+	}
+	return false
+}
+
+// RecordIssueState stores st for issue number of the repository, unless a
+// state with a newer updated_at is already stored. It reports whether st
+// was applied. Recording is bookkeeping: it needs no served repository and
+// writes nothing to GitHub.
+func (l *Ledger) RecordIssueState(ctx context.Context, repoID int64, number int, st IssueState) (bool, error) {
+	if number <= 0 {
+		return false, refusal(ReasonInvalidRequest, "issue number %d is not positive", number)
+	}
+	if st.State == "" {
+		st.State = IssueOpen
+	}
+	labels := st.Labels
+	if labels == nil {
+		labels = []string{}
+	}
+	b, err := json.Marshal(labels)
+	if err != nil {
+		return false, fmt.Errorf("record state of #%d: %w", number, err)
+	}
+	res, err := l.db.Write.ExecContext(ctx, `INSERT INTO issue_state (repo_id, number, state, labels, updated_at, recorded_at)
+		VALUES ($1, $2, $3, $4, $5, $6)
+		ON CONFLICT (repo_id, number) DO UPDATE SET state = excluded.state, labels = excluded.labels,
+			updated_at = excluded.updated_at, recorded_at = excluded.recorded_at
+		WHERE excluded.updated_at >= issue_state.updated_at`,
+		repoID, number, st.State, string(b), st.UpdatedAt.UnixMilli(), l.nowMs())
+	if err != nil {
+		return false, fmt.Errorf("record state of #%d: %w", number, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("record state of #%d: %w", number, err)
+	}
+	return n > 0, nil
+}
+
+// IssueState returns the recorded state of an issue, or nil when none was
+// recorded.
+func (l *Ledger) IssueState(ctx context.Context, repoID int64, number int) (*IssueState, error) {
+	var st IssueState
+	var labels string
+	var updated int64
+	err := l.db.Read.QueryRowContext(ctx, `SELECT state, labels, updated_at FROM issue_state WHERE repo_id = $1 AND number = $2`,
+		repoID, number).Scan(&st.State, &labels, &updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read state of #%d: %w", number, err)
+	}
+	if st.Labels, err = decodeLabels(labels); err != nil {
+		return nil, fmt.Errorf("read state of #%d: %w", number, err)
+	}
+	st.UpdatedAt = msTime(updated)
+	return &st, nil
+}
+
+func decodeLabels(s string) ([]string, error) {
+	out := []string{}
+	if err := json.Unmarshal([]byte(s), &out); err != nil {
+		return nil, fmt.Errorf("labels %q: %w", s, err)
+	}
+	return out, nil
+}

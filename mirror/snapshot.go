@@ -1,0 +1,361 @@
+package mirror
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/wardenhq/warden/gating"
+)
+
+// RepoSnapshot is one repository's backlog at one instant: the snapshot the
+// ready set's rules read (gating.Snapshot), and beside it what the API and
+// the report show (the items as stored, each item's grant log).
+type RepoSnapshot struct {
+	Repo     Repo
+	Settings RepoSettings
+	Snapshot gating.Snapshot
+	// Items are the items as stored (with their current grant), by id.
+	Items map[gating.ItemID]*Item
+	// Grants is each item's grant log, oldest first (empty when never
+	// claimed).
+	Grants map[gating.ItemID][]Grant
+}
+
+// CleanReclaims lists every clean re-claim in the snapshot's grant logs
+// (same-owner re-claims of a lapsed claim: no attempt, but reported), by
+// item then time.
+func (rs *RepoSnapshot) CleanReclaims() []gating.CleanReclaim {
+	out := []gating.CleanReclaim{}
+	for _, c := range rs.Snapshot.Items {
+		out = append(out, CleanReclaims(c.Item.ID, rs.Grants[c.Item.ID])...)
+	}
+	return out
+}
+
+// settingsFor returns a repository's settings with the fields the ready set
+// needs filled from the defaults when empty.
+func (l *Ledger) settingsFor(ctx context.Context, r Repo) RepoSettings {
+	def := DefaultSettings()
+	s := def
+	if l.cfg.Settings != nil {
+		s = l.cfg.Settings(ctx, r)
+	}
+	if s.AdmissionLabel == "" {
+		s.AdmissionLabel = def.AdmissionLabel
+	}
+	if s.PoisonThreshold <= 0 {
+		s.PoisonThreshold = def.PoisonThreshold
+	}
+	return s
+}
+
+// Snapshot loads one repository's whole backlog in one read transaction,
+// with a fixed handful of queries whatever its size: the items with their
+// current grant and its evidence, the tags, the links, the grant log, the
+// recorded admissions and the issues' labels. A repository warden does not
+// serve is ErrNotFound.
+func (l *Ledger) Snapshot(ctx context.Context, repoID int64) (*RepoSnapshot, error) {
+	var out *RepoSnapshot
+	err := l.readTx(ctx, func(tx *sql.Tx) error {
+		repo, err := servedRepo(ctx, tx, repoID)
+		if err != nil {
+			return err
+		}
+		out, err = l.loadSnapshot(ctx, tx, repo, l.settingsFor(ctx, repo), nil)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Ready is the ready set of the snapshot (gating.ComputeReady).
+func (rs *RepoSnapshot) Ready() gating.Result { return gating.ComputeReady(rs.Snapshot) }
+
+// Report is the "where are we" report of the snapshot (gating.BuildReport
+// over its ready set), with the clean re-claims filled from the grant log.
+func (rs *RepoSnapshot) Report(r gating.Result) gating.Report {
+	rep := gating.BuildReport(rs.Snapshot, r)
+	rep.CleanReclaims = rs.CleanReclaims()
+	return rep
+}
+
+// ClaimSnapshot loads the partial snapshot gating.Claimable judges the item
+// on (without the rest of the repository), in one read transaction. A
+// missing item is ErrNotFound.
+func (l *Ledger) ClaimSnapshot(ctx context.Context, repoID int64, id gating.ItemID) (*RepoSnapshot, error) {
+	n, err := parseNumber(id)
+	if err != nil {
+		return nil, err
+	}
+	var out *RepoSnapshot
+	err = l.readTx(ctx, func(tx *sql.Tx) error {
+		repo, err := servedRepo(ctx, tx, repoID)
+		if err != nil {
+			return err
+		}
+		it, err := l.loadItem(ctx, tx, lockNone, repoID, n)
+		if err != nil {
+			return err
+		}
+		if it == nil {
+			return fmt.Errorf("%s in repository %d: %w", id, repoID, ErrNotFound)
+		}
+		out, err = l.claimSnapshot(ctx, tx, repo, l.settingsFor(ctx, repo), it)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// claimSnapshot is the partial snapshot for judging cand (read with its
+// tags and links) through q: the candidate, its blockedBy targets, the epics
+// it is partOf (an epic's threshold:N tag sets its members' poison
+// threshold) or integrates, the items partOf or integrating it or the
+// grouping it integrates, and every item in flight (a claim neither released
+// nor superseded: held, lapsed or abandoned).
+func (l *Ledger) claimSnapshot(ctx context.Context, q querier, repo Repo, set RepoSettings, cand *Item) (*RepoSnapshot, error) {
+	want := map[int]bool{cand.ID.Number(): true}
+	groups := []string{string(cand.ID)}
+	for _, lk := range cand.Links {
+		switch lk.Rel {
+		case gating.BlockedBy, gating.PartOf, gating.Integrates:
+			if n, err := gating.ParseID(lk.Target); err == nil {
+				want[n] = true
+			}
+			if lk.Rel == gating.Integrates {
+				groups = append(groups, lk.Target)
+			}
+		}
+	}
+	// Members and integrators of the candidate and of what it integrates.
+	args := []any{repo.ID, string(gating.PartOf), string(gating.Integrates)}
+	ph := make([]string, len(groups))
+	for i, g := range groups {
+		args = append(args, g)
+		ph[i] = "$" + strconv.Itoa(len(args))
+	}
+	if err := collectNumbers(ctx, q, want, `SELECT number FROM ledger_links WHERE repo_id = $1 AND (rel = $2 OR rel = $3)
+		AND target IN (`+strings.Join(ph, ", ")+`)`, args...); err != nil {
+		return nil, fmt.Errorf("read the grouping of %s: %w", cand.ID, err)
+	}
+	if err := collectNumbers(ctx, q, want, `SELECT number FROM ledger_items WHERE repo_id = $1 AND fence > released`, repo.ID); err != nil {
+		return nil, fmt.Errorf("read the items in flight: %w", err)
+	}
+	nums := make([]int, 0, len(want))
+	for n := range want {
+		nums = append(nums, n)
+	}
+	slices.Sort(nums)
+	return l.loadSnapshot(ctx, q, repo, set, nums)
+}
+
+func collectNumbers(ctx context.Context, q querier, into map[int]bool, query string, args ...any) error {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var n int
+		if err := rows.Scan(&n); err != nil {
+			return err
+		}
+		into[n] = true
+	}
+	return rows.Err()
+}
+
+// snapshotSelect is itemSelect with the current grant's recorded evidence.
+const snapshotSelect = `SELECT i.number, i.title, i.body, i.author, i.provenance, i.created_at, i.updated_at, i.fence, i.released,
+	g.owner, g.region, g.branch, g.purpose, g.granted_at, g.lease_expires_at, g.released_at, e.last_at
+	FROM ledger_items i
+	LEFT JOIN ledger_grants g ON g.repo_id = i.repo_id AND g.number = i.number AND g.fence = i.fence
+	LEFT JOIN ledger_evidence e ON e.repo_id = i.repo_id AND e.number = i.number AND e.fence = i.fence`
+
+// chunk is how many item numbers one filtered query names (well under every
+// backend's limit on bound parameters).
+const chunk = 500
+
+// eachChunk runs query (which ends in a WHERE clause on repo_id = $1) once
+// for the whole repository when nums is nil, else once per chunk of nums
+// with "AND <col> IN (...)" appended, calling scan for every row.
+func eachChunk(ctx context.Context, q querier, repoID int64, nums []int, query, col string, scan func(*sql.Rows) error) error {
+	run := func(query string, args ...any) error {
+		rows, err := q.QueryContext(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			if err := scan(rows); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	}
+	if nums == nil {
+		return run(query, repoID)
+	}
+	for start := 0; start < len(nums); start += chunk {
+		part := nums[start:min(start+chunk, len(nums))]
+		args := make([]any, 0, len(part)+1)
+		args = append(args, repoID)
+		ph := make([]string, len(part))
+		for i, n := range part {
+			args = append(args, n)
+			ph[i] = "$" + strconv.Itoa(i+2)
+		}
+		if err := run(query+" AND "+col+" IN ("+strings.Join(ph, ", ")+")", args...); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// loadSnapshot reads the items numbered nums (nil: every item of the
+// repository) and what the ready set needs of them, through q.
+func (l *Ledger) loadSnapshot(ctx context.Context, q querier, repo Repo, set RepoSettings, nums []int) (*RepoSnapshot, error) {
+	rs := &RepoSnapshot{Repo: repo, Settings: set, Items: map[gating.ItemID]*Item{}, Grants: map[gating.ItemID][]Grant{}}
+	byNum := map[int]*Item{}
+	evidence := map[int]int64{}
+	err := eachChunk(ctx, q, repo.ID, nums, snapshotSelect+` WHERE i.repo_id = $1`, "i.number", func(rows *sql.Rows) error {
+		var ev sql.NullInt64
+		it, err := scanItem(rows, repo.ID, &ev)
+		if err != nil {
+			return err
+		}
+		n := it.ID.Number()
+		byNum[n] = it
+		if ev.Valid {
+			evidence[n] = ev.Int64
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("snapshot of %s: items: %w", repo.FullName, err)
+	}
+	err = eachChunk(ctx, q, repo.ID, nums, `SELECT number, tag FROM ledger_tags WHERE repo_id = $1`, "number", func(rows *sql.Rows) error {
+		var n int
+		var tag string
+		if err := rows.Scan(&n, &tag); err != nil {
+			return err
+		}
+		if it := byNum[n]; it != nil {
+			it.Tags = append(it.Tags, tag)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("snapshot of %s: tags: %w", repo.FullName, err)
+	}
+	err = eachChunk(ctx, q, repo.ID, nums, `SELECT number, rel, target FROM ledger_links WHERE repo_id = $1`, "number", func(rows *sql.Rows) error {
+		var n int
+		var lk gating.Link
+		if err := rows.Scan(&n, &lk.Rel, &lk.Target); err != nil {
+			return err
+		}
+		if it := byNum[n]; it != nil {
+			it.Links = append(it.Links, lk)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("snapshot of %s: links: %w", repo.FullName, err)
+	}
+	grants := map[int][]Grant{}
+	err = eachChunk(ctx, q, repo.ID, nums, `SELECT number, fence, owner, region, branch, purpose, granted_at, lease_expires_at, released_at
+		FROM ledger_grants WHERE repo_id = $1`, "number", func(rows *sql.Rows) error {
+		var n int
+		var g Grant
+		var granted, expires int64
+		var released sql.NullInt64
+		if err := rows.Scan(&n, &g.Fence, &g.Owner, &g.Region, &g.Branch, &g.Purpose, &granted, &expires, &released); err != nil {
+			return err
+		}
+		if byNum[n] == nil {
+			return nil // the grant log of a forgotten item
+		}
+		g.GrantedAt, g.LeaseExpiresAt = msTime(granted), msTime(expires)
+		if released.Valid {
+			t := msTime(released.Int64)
+			g.ReleasedAt = &t
+		}
+		grants[n] = append(grants[n], g)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("snapshot of %s: grant log: %w", repo.FullName, err)
+	}
+	admitted := map[int]bool{}
+	err = eachChunk(ctx, q, repo.ID, nums, `SELECT number FROM admissions WHERE repo_id = $1`, "number", func(rows *sql.Rows) error {
+		var n int
+		if err := rows.Scan(&n); err != nil {
+			return err
+		}
+		admitted[n] = true
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("snapshot of %s: admissions: %w", repo.FullName, err)
+	}
+	gated := map[int]bool{}
+	err = eachChunk(ctx, q, repo.ID, nums, `SELECT number, labels FROM issue_state WHERE repo_id = $1`, "number", func(rows *sql.Rows) error {
+		var n int
+		var labels string
+		if err := rows.Scan(&n, &labels); err != nil {
+			return err
+		}
+		ls, err := decodeLabels(labels)
+		if err != nil {
+			return fmt.Errorf("#%d: %w", n, err)
+		}
+		gated[n] = hasLabelFold(ls, set.AdmissionLabel)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("snapshot of %s: issue labels: %w", repo.FullName, err)
+	}
+
+	order := make([]int, 0, len(byNum))
+	for n := range byNum {
+		order = append(order, n)
+	}
+	slices.Sort(order)
+	cands := make([]gating.Candidate, 0, len(order))
+	for _, n := range order {
+		it := byNum[n]
+		slices.Sort(it.Tags)
+		sortLinks(it.Links)
+		gs := grants[n]
+		slices.SortFunc(gs, func(a, b Grant) int { return cmp.Compare(a.Fence, b.Fence) })
+		if gs == nil {
+			gs = []Grant{}
+		}
+		rs.Items[it.ID] = it
+		rs.Grants[it.ID] = gs
+		// An issue whose labels warden never saw is taken to carry the
+		// admission label: fail closed.
+		label, known := gated[n]
+		cands = append(cands, gating.Candidate{
+			Item:              it.Snapshot(),
+			Claim:             claimView(it, evidence[n]),
+			AdmissionLabel:    label || !known,
+			AdmissionRecorded: admitted[n],
+			Attempts:          Attempts(gs),
+			// CollisionHold: takeover collisions are read from the comment
+			// trail by a later issue; none is held yet.
+		})
+	}
+	rs.Snapshot = gating.Snapshot{Items: cands, Now: l.cfg.Now().UTC(), Region: l.cfg.Region, DefaultBranch: repo.DefaultBranch,
+		Quarantine: l.cfg.Quarantine, PoisonThreshold: set.PoisonThreshold}
+	return rs, nil
+}
