@@ -682,15 +682,20 @@ func ComputeReady(s Snapshot) Result {
 	}
 	ready = append(ready, later...)
 
-	// A starved backlog.
+	// A starved backlog: nothing ready, nothing in flight, work pending. While
+	// anything is in flight the backlog is moving (its dependents wait on it).
 	if len(ready) == 0 {
 		var pend []string
+		moving := false
 		for i := range int32(n) {
+			if reasons[i].Reason == ExHeld || reasons[i].Reason == ExLapsed {
+				moving = true
+			}
 			if x.es[i].pending() {
 				pend = append(pend, fmt.Sprintf("%s waits on %s (%s)", x.es[i].id, reasons[i].Reason, reasons[i].Detail))
 			}
 		}
-		if len(pend) > 0 {
+		if len(pend) > 0 && !moving {
 			slices.SortFunc(pend, func(a, b string) int { return compareIDs(ItemID(firstWord(a)), ItemID(firstWord(b))) })
 			d := fmt.Sprintf("the ready set is empty while %d items are pending (a cycle or a stall): %s", len(pend), strings.Join(pend, "; "))
 			ds.add("ready-empty-pending", "", 0, d)
