@@ -87,7 +87,7 @@ func CheckWrite(w Write) *Refusal {
 	if w.Before != nil {
 		before, beforeLinks = w.Before.Tags, w.Before.Links
 	}
-	added, removed := diff(before, a.Tags)
+	added, removed := Diff(before, a.Tags)
 	// Acts reserved to humans.
 	if w.Role != RoleHuman {
 		for _, t := range removed {
@@ -106,7 +106,8 @@ func CheckWrite(w Write) *Refusal {
 		}
 	}
 	if !pmLike && w.Role != RoleHuman {
-		for _, l := range removedLinks(beforeLinks, a.Links) {
+		_, gone := Diff(beforeLinks, a.Links)
+		for _, l := range gone {
 			if l.Rel == BlockedBy || l.Rel == PartOf {
 				return refuse("HumanActRequired", "removing the %s edge to %s needs a pm or human token (it would be reported edge-removed)", l.Rel, l.Target)
 			}
@@ -131,7 +132,8 @@ func CheckWrite(w Write) *Refusal {
 		return refuse(reason, "%s", detail)
 	}
 	// Edges added in this write.
-	if r := checkNewLinks(w, removedLinks(a.Links, beforeLinks)); r != nil {
+	newLinks, _ := Diff(beforeLinks, a.Links)
+	if r := checkNewLinks(w, newLinks); r != nil {
 		return r
 	}
 	// An epic's member never targets the default branch.
@@ -143,40 +145,25 @@ func CheckWrite(w Write) *Refusal {
 	return nil
 }
 
-// diff returns tags in after but not before, and in before but not after.
-func diff(before, after []string) (added, removed []string) {
-	b := map[string]bool{}
-	for _, t := range before {
-		b[t] = true
+// Diff returns the elements of after that are not in before, and those of
+// before that are not in after, each in its slice's order.
+func Diff[T comparable](before, after []T) (added, removed []T) {
+	b, a := make(map[T]bool, len(before)), make(map[T]bool, len(after))
+	for _, x := range before {
+		b[x] = true
 	}
-	a := map[string]bool{}
-	for _, t := range after {
-		a[t] = true
-		if !b[t] {
-			added = append(added, t)
+	for _, x := range after {
+		a[x] = true
+		if !b[x] {
+			added = append(added, x)
 		}
 	}
-	for _, t := range before {
-		if !a[t] {
-			removed = append(removed, t)
+	for _, x := range before {
+		if !a[x] {
+			removed = append(removed, x)
 		}
 	}
 	return added, removed
-}
-
-// removedLinks returns links in from that are not in to.
-func removedLinks(from, to []Link) []Link {
-	in := map[Link]bool{}
-	for _, l := range to {
-		in[l] = true
-	}
-	var out []Link
-	for _, l := range from {
-		if !in[l] {
-			out = append(out, l)
-		}
-	}
-	return out
 }
 
 func checkLinkSyntax(a *Item) *Refusal {

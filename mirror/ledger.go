@@ -860,8 +860,8 @@ func (l *Ledger) Update(ctx context.Context, repoID int64, id gating.ItemID, p P
 			WHERE repo_id = $6 AND number = $7`, after.Title, after.Body, after.Author, after.Provenance, now, repoID, n); err != nil {
 			return fmt.Errorf("update %s: %w", it.ID, err)
 		}
-		addT, delT := diffTags(before.Tags, after.Tags)
-		addL, delL := diffLinks(before.Links, after.Links)
+		addT, delT := gating.Diff(before.Tags, after.Tags)
+		addL, delL := gating.Diff(before.Links, after.Links)
 		if err := writeTagsLinks(ctx, tx, repoID, n, addT, addL, delT, delL); err != nil {
 			return fmt.Errorf("update %s: %w", it.ID, err)
 		}
@@ -903,44 +903,6 @@ func applyLinks(old, remove, add []gating.Link) []gating.Link {
 		}
 	}
 	return linkSet(append(out, add...))
-}
-
-func diffTags(before, after []string) (added, removed []string) {
-	b, a := map[string]bool{}, map[string]bool{}
-	for _, t := range before {
-		b[t] = true
-	}
-	for _, t := range after {
-		a[t] = true
-		if !b[t] {
-			added = append(added, t)
-		}
-	}
-	for _, t := range before {
-		if !a[t] {
-			removed = append(removed, t)
-		}
-	}
-	return added, removed
-}
-
-func diffLinks(before, after []gating.Link) (added, removed []gating.Link) {
-	b, a := map[gating.Link]bool{}, map[gating.Link]bool{}
-	for _, l := range before {
-		b[l] = true
-	}
-	for _, l := range after {
-		a[l] = true
-		if !b[l] {
-			added = append(added, l)
-		}
-	}
-	for _, l := range before {
-		if !a[l] {
-			removed = append(removed, l)
-		}
-	}
-	return added, removed
 }
 
 // ---- forget ----
