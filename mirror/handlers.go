@@ -118,7 +118,20 @@ func (m *Mirror) HandleInstallationRepositories(ctx context.Context, ev Event) (
 	if err != nil {
 		return "", err
 	}
+	switch {
+	case len(p.RepositoriesRemoved) == 0:
+		return added, nil
+	case len(p.RepositoriesAdded) == 0:
+		return removed, nil
+	}
 	return added + "; " + removed, nil
+}
+
+func repositories(n int) string {
+	if n == 1 {
+		return "1 repository"
+	}
+	return fmt.Sprintf("%d repositories", n)
 }
 
 func (m *Mirror) serve(ctx context.Context, inst int64, repos []repoRef) (string, error) {
@@ -144,7 +157,7 @@ func (m *Mirror) serve(ctx context.Context, inst int64, repos []repoRef) (string
 		}
 		m.Log.Info("serving repository", "repo", r.FullName, "installation", inst, "default_branch", r.DefaultBranch)
 	}
-	return fmt.Sprintf("serving %d repositories", len(repos)), nil
+	return "serving " + repositories(len(repos)), nil
 }
 
 // unserveInstallation stops serving every repository of an installation
@@ -170,7 +183,7 @@ func (m *Mirror) unserve(ctx context.Context, inst int64, repos []repoRef) (stri
 		}
 		m.Log.Info("no longer serving repository", "repo", rr.FullName, "installation", inst)
 	}
-	return fmt.Sprintf("stopped serving %d repositories", len(repos)), nil
+	return "stopped serving " + repositories(len(repos)), nil
 }
 
 // ensureLabels creates the labels warden needs that the repository lacks

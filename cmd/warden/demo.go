@@ -110,7 +110,13 @@ func (d *demo) processed(ctx context.Context, guid string) (webhooks.Record, err
 
 func stepInstalled(ctx context.Context, d *demo) (string, error) {
 	n := 0
+	events := map[string]bool{}
+	var names []string
 	for _, del := range d.env.Sim.Deliveries() {
+		if !events[del.Event+"."+del.Action] {
+			events[del.Event+"."+del.Action] = true
+			names = append(names, del.Event+"."+del.Action)
+		}
 		r, err := d.processed(ctx, del.GUID)
 		if err != nil {
 			return "", err
@@ -120,7 +126,7 @@ func stepInstalled(ctx context.Context, d *demo) (string, error) {
 		}
 		n++
 	}
-	return fmt.Sprintf("%d signed deliveries (installation, installation_repositories) stored durably, acknowledged and processed once", n), nil
+	return fmt.Sprintf("%d signed deliveries (%s) stored durably, acknowledged and processed once; warden recorded the repository and created its labels", n, strings.Join(names, ", ")), nil
 }
 
 func stepForged(ctx context.Context, d *demo) (string, error) {
