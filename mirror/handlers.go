@@ -352,33 +352,22 @@ func (m *Mirror) HandleIssues(ctx context.Context, ev Event) (string, error) {
 	return fmt.Sprintf("item %s made by %s (%s), gated: added %s", id, p.Sender.Login, why, set.AdmissionLabel), nil
 }
 
-// isHumanTriagePlus decides whether an act was a human's with triage or
-// more (CONTRACT.md §4): not a Bot, not a configured agent, not ghost, and
-// role_name triage, write, maintain or admin. A failed lookup is a no.
+// isHumanTriagePlus looks up the actor's role (cached; a failed lookup
+// leaves it unknown) and asks gating.HumanAct whether the act was a human's
+// with triage or more.
 func (m *Mirror) isHumanTriagePlus(ctx context.Context, ev Event, repo Repo, login, typ string) (bool, string) {
-	if typ != "User" {
-		return false, "an account of type " + typ
-	}
-	if strings.EqualFold(login, "ghost") {
-		return false, "the ghost account"
-	}
-	for _, a := range append(m.Agents, m.settings(ctx, repo).Agents...) {
-		if strings.EqualFold(a, login) {
-			return false, "a configured agent"
+	a := gating.Actor{Login: login, Type: typ}
+	agents := append(append([]string(nil), m.Agents...), m.settings(ctx, repo).Agents...)
+	if typ == "User" && !gating.IsAgent(a, agents) {
+		if gh, err := m.GitHub.Installation(repo.Installation); err == nil {
+			owner, name, _ := strings.Cut(repo.FullName, "/")
+			role, err := m.Perms.Role(ctx, gh, owner, name, login)
+			if err != nil {
+				m.Log.Warn("permission lookup failed; treating the act as not a human's (fail closed)", "login", login, "repo", repo.FullName, "err", err)
+			} else {
+				a.Role, a.RoleKnown = role, true
+			}
 		}
 	}
-	gh, err := m.GitHub.Installation(repo.Installation)
-	if err != nil {
-		return false, "permission unknown"
-	}
-	owner, name, _ := strings.Cut(repo.FullName, "/")
-	ok, err := m.Perms.TriagePlus(ctx, gh, owner, name, login)
-	if err != nil {
-		m.Log.Warn("permission lookup failed; treating the act as not a human's (fail closed)", "login", login, "repo", repo.FullName, "err", err)
-		return false, "permission lookup failed"
-	}
-	if !ok {
-		return false, "below triage"
-	}
-	return true, ""
+	return gating.HumanAct(a, agents)
 }

@@ -9,10 +9,9 @@ import (
 	"time"
 
 	"github.com/google/go-github/v66/github"
-)
 
-// triagePlus are the repository roles that may perform a human act.
-var triagePlus = map[string]bool{"triage": true, "write": true, "maintain": true, "admin": true}
+	"github.com/wardenhq/warden/gating"
+)
 
 // Permissions answers "does login hold triage or more on repo?" from
 // GitHub's collaborator-permission endpoint (its role_name: the permission
@@ -71,5 +70,5 @@ func (p *Permissions) TriagePlus(ctx context.Context, gh *github.Client, owner, 
 	if err != nil {
 		return false, err
 	}
-	return triagePlus[role], nil
+	return gating.TriagePlus(role), nil
 }
