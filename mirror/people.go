@@ -8,10 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/go-github/v66/github"
-
-	"github.com/wardenhq/warden/gating"
-)
+	"github.com/google/go-github/v66/github")
 
 // Permissions answers "does login hold triage or more on repo?" from
 // GitHub's collaborator-permission endpoint (its role_name: the permission
@@ -61,14 +58,4 @@ func (p *Permissions) Role(ctx context.Context, gh *github.Client, owner, repo, 
 	p.cache[key] = permEntry{role: role, at: p.Now()}
 	p.mu.Unlock()
 	return role, nil
-}
-
-// TriagePlus reports whether login holds triage or more; an error means
-// the answer is unknown and the act must be refused.
-func (p *Permissions) TriagePlus(ctx context.Context, gh *github.Client, owner, repo, login string) (bool, error) {
-	role, err := p.Role(ctx, gh, owner, repo, login)
-	if err != nil {
-		return false, err
-	}
-	return gating.TriagePlus(role), nil
 }
