@@ -8,7 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/go-github/v66/github")
+	"github.com/google/go-github/v66/github"
+)
 
 // Permissions answers "does login hold triage or more on repo?" from
 // GitHub's collaborator-permission endpoint (its role_name: the permission
