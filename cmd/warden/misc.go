@@ -4,8 +4,9 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"strings"
 
-	"github.com/wardenhq/warden/webhooks"
+	"github.com/wardenhq/warden/internal/service"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -52,12 +53,23 @@ func runMigrate(ctx context.Context, e env, args []string) int {
 		return code
 	}
 	defer d.Close()
-	ib, err := webhooks.OpenInbox(ctx, d)
+	if err := service.Migrate(ctx, d, s); err != nil {
+		return fail(e, "migrate", err)
+	}
+	var versions []string
+	rows, err := d.Read.QueryContext(ctx, `SELECT component, MAX(version) FROM schema_migrations GROUP BY component ORDER BY component`)
 	if err != nil {
 		return fail(e, "migrate", err)
 	}
-	ib.Close()
-	fmt.Fprintf(e.stdout, "schema up to date in %s\n", d.Source)
-	_ = s
+	defer rows.Close()
+	for rows.Next() {
+		var c string
+		var v int
+		if err := rows.Scan(&c, &v); err != nil {
+			return fail(e, "migrate", err)
+		}
+		versions = append(versions, fmt.Sprintf("%s v%d", c, v))
+	}
+	fmt.Fprintf(e.stdout, "schema up to date in %s: %s\n", d.Source, strings.Join(versions, ", "))
 	return exitOK
 }

@@ -230,3 +230,18 @@ func NewLogger(w interface{ Write([]byte) (int, error) }, level string) *slog.Lo
 	_ = l.UnmarshalText([]byte(level))
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
 }
+
+// Migrate creates or upgrades every component's schema in d: the inbox, the
+// ledger and the records the mirror keeps. serve does the same at start.
+func Migrate(ctx context.Context, d *db.DB, s *config.Settings) error {
+	ib, err := webhooks.OpenInbox(ctx, d)
+	if err != nil {
+		return fmt.Errorf("migrate the inbox: %w", err)
+	}
+	ib.Close()
+	if _, err := mirror.OpenLedger(ctx, d, mirror.Config{Region: s.Region, LeaseDefault: s.LeaseDefault,
+		LeaseMax: s.LeaseMax, Quarantine: s.Quarantine}); err != nil {
+		return fmt.Errorf("migrate the ledger (and the mirror's records): %w", err)
+	}
+	return nil
+}
