@@ -53,6 +53,17 @@ func main() {
 		os.Exit(1)
 	}
 	figs = append(figs, f...)
+	cycles, readyRuns := 1000, 5
+	if *quick {
+		cycles, readyRuns = 50, 1
+	}
+	lf, err := benchLedger(ctx, cycles)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench: ledger:", err)
+		os.Exit(1)
+	}
+	figs = append(figs, lf...)
+	figs = append(figs, benchReady(10000, 20000, readyRuns)...)
 	fmt.Printf("warden bench — %s, %d CPUs, %s\n\n", time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), runtime.Version())
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SECTION\tFIGURE\tVALUE\tWORKLOAD\tCEILING / AIM")
