@@ -620,6 +620,9 @@ func ComputeReady(s Snapshot) Result {
 		for _, p := range x.tagProblems(i) {
 			ds.add(p.Code, e.id, 0, p.Detail)
 		}
+		for _, f := range e.c.Findings {
+			ds.add(f.Code, e.id, 0, f.Detail)
+		}
 		start := len(buf)
 		buf = x.appendEdges(buf, i)
 		edges[i] = buf[start:len(buf):len(buf)]

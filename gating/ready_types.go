@@ -40,6 +40,10 @@ type Candidate struct {
 	AdmissionRecorded bool // warden recorded a human admission act
 	Attempts          int  // attempts in the current epoch
 	CollisionHold     bool // held by a takeover-collision until /backlog resolve
+	// Findings are further defects about this item found outside the ready
+	// set's own rules (the comment trail's, say); ComputeReady reports each
+	// in Result.Defects.
+	Findings []Defect
 }
 
 // Snapshot is one repository's items at one instant. For Claimable it may be

@@ -21,8 +21,8 @@ func grantEntries(grants []Grant) []gating.GrantEntry {
 
 // Attempts counts the attempts in a grant log (CONTRACT.md §6) by the rules'
 // one definition (gating.EvaluateTrail over the grants): every
-// custody-changing grant that is not a maintenance claim. The comment trail
-// refines the count once warden reads it (it is floored by this one).
+// custody-changing grant that is not a maintenance claim. The snapshot
+// refines it from the comment trail (trailEval), floored by this one.
 // Epochs (a human unpark starts a new one) are not recorded yet, so this is
 // the lifetime count.
 func Attempts(grants []Grant) int {

@@ -17,9 +17,10 @@ import (
 //   - a renew (EvidenceRenew), recorded by Renew in its own transaction;
 //   - a push to the claim's branch (EvidencePush), recorded by
 //     RecordPushEvidence from `push` deliveries;
-//   - a comment by the holder's login (EvidenceComment): the comment-trail
-//     handler calls RecordEvidence with the comment's created_at. Nothing
-//     calls it yet: the trail is read by a later issue (this is its seam).
+//   - a comment by the holder's login (EvidenceComment): HandleIssueComment
+//     calls RecordEvidence with the comment's updated_at (its created_at
+//     unless edited) when the commenter posted the current grant's claim
+//     marker.
 //
 // Evidence only moves forward (a later time replaces an earlier one, never
 // the reverse), is never before the grant, and never in the future.

@@ -108,6 +108,10 @@ func OpenLedger(ctx context.Context, d *db.DB, cfg Config) (*Ledger, error) {
 	if err := d.Migrate(ctx, "issue_state", issueStateMigrations); err != nil {
 		return nil, fmt.Errorf("open ledger: %w", err)
 	}
+	// The comment trail refines each item's attempts in the snapshot.
+	if err := d.Migrate(ctx, "trail", trailMigrations); err != nil {
+		return nil, fmt.Errorf("open ledger: %w", err)
+	}
 	return l, nil
 }
 

@@ -325,6 +325,22 @@ func (l *Ledger) loadSnapshot(ctx context.Context, q querier, repo Repo, set Rep
 		return nil, fmt.Errorf("snapshot of %s: issue labels: %w", repo.FullName, err)
 	}
 
+	trails := map[int][]TrailRecord{}
+	err = eachChunk(ctx, q, repo.ID, nums, trailSelect+` WHERE repo_id = $1`, "number", func(rows *sql.Rows) error {
+		n, r, err := scanTrail(rows)
+		if err != nil {
+			return err
+		}
+		if byNum[n] != nil {
+			trails[n] = append(trails[n], r)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("snapshot of %s: comment trail: %w", repo.FullName, err)
+	}
+	now := l.cfg.Now().UTC()
+
 	order := make([]int, 0, len(byNum))
 	for n := range byNum {
 		order = append(order, n)
@@ -345,17 +361,28 @@ func (l *Ledger) loadSnapshot(ctx context.Context, q querier, repo Repo, set Rep
 		// An issue whose labels warden never saw is taken to carry the
 		// admission label: fail closed.
 		label, known := gated[n]
-		cands = append(cands, gating.Candidate{
+		cand := gating.Candidate{
 			Item:              it.Snapshot(),
 			Claim:             claimView(it, evidence[n]),
 			AdmissionLabel:    label || !known,
 			AdmissionRecorded: admitted[n],
 			Attempts:          Attempts(gs),
-			// CollisionHold: takeover collisions are read from the comment
-			// trail by a later issue; none is held yet.
-		})
+		}
+		// The comment trail, read against the grant log (CONTRACT.md §6):
+		// attempts counted from the trail and floored by the grant log,
+		// takeover collisions, and the trail's findings. An item with no
+		// comment, no grant and no fence has nothing to read.
+		if len(trails[n]) > 0 || len(gs) > 0 || it.Fence.Token > 0 {
+			tr := trailEval(it, trails[n], gs, now)
+			cand.Attempts = max(cand.Attempts, tr.Attempts)
+			cand.CollisionHold = tr.CollisionHold
+			for _, f := range tr.Findings {
+				cand.Findings = append(cand.Findings, f.Defect())
+			}
+		}
+		cands = append(cands, cand)
 	}
-	rs.Snapshot = gating.Snapshot{Items: cands, Now: l.cfg.Now().UTC(), Region: l.cfg.Region, DefaultBranch: repo.DefaultBranch,
+	rs.Snapshot = gating.Snapshot{Items: cands, Now: now, Region: l.cfg.Region, DefaultBranch: repo.DefaultBranch,
 		Quarantine: l.cfg.Quarantine, PoisonThreshold: set.PoisonThreshold}
 	return rs, nil
 }

@@ -38,6 +38,7 @@ func NewRouter(m *mirror.Mirror) *webhooks.Router {
 		"installation":              mirrorHandler(m.HandleInstallation),
 		"installation_repositories": mirrorHandler(m.HandleInstallationRepositories),
 		"issues":                    mirrorHandler(m.HandleIssues),
+		"issue_comment":             mirrorHandler(m.HandleIssueComment),
 		"push":                      mirrorHandler(m.HandlePush),
 	}
 	for _, e := range SubscribedEvents {
