@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 const testBot = "warden-app[bot]"
@@ -192,9 +194,21 @@ func TestDispatchRetriesThenSucceeds(t *testing.T) {
 	if got := counterValue(t, rd.m.Retries.WithLabelValues("issues")); got != 2 {
 		t.Errorf("retries = %v, want 2", got)
 	}
-	if got := counterValue(t, rd.m.Outcomes.WithLabelValues("issues", "finally")); got != 1 {
+	if got := waitCounter(t, rd.m.Outcomes.WithLabelValues("issues", "finally"), 1); got != 1 {
 		t.Errorf("outcomes{finally} = %v, want 1", got)
 	}
+}
+
+// waitCounter waits up to two seconds for c to reach want and returns its
+// value: outcomes are counted just after the commit a test sees, so a test
+// must not race them.
+func waitCounter(t *testing.T, c prometheus.Counter, want float64) float64 {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Second)
+	for counterValue(t, c) != want && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	return counterValue(t, c)
 }
 
 func TestDispatchDeadAfterMaxAttemptsThenRetried(t *testing.T) {
@@ -218,7 +232,7 @@ func TestDispatchDeadAfterMaxAttemptsThenRetried(t *testing.T) {
 	if c := calls.Load(); c != 3 {
 		t.Fatalf("handler called %d times, want 3", c)
 	}
-	if got := counterValue(t, rd.m.DeadTotal.WithLabelValues("issues")); got != 1 {
+	if got := waitCounter(t, rd.m.DeadTotal.WithLabelValues("issues"), 1); got != 1 {
 		t.Errorf("dead letters total = %v, want 1", got)
 	}
 	// An operator retries it.
@@ -328,7 +342,7 @@ func TestDispatchSelfDeliveries(t *testing.T) {
 	if c := commentBook.Load(); c != 1 {
 		t.Errorf("bookkeeper called %d times, want 1", c)
 	}
-	if got := counterValue(t, rd.m.Outcomes.WithLabelValues("issues", OutcomeSelf)); got != 1 {
+	if got := waitCounter(t, rd.m.Outcomes.WithLabelValues("issues", OutcomeSelf), 1); got != 1 {
 		t.Errorf("outcomes{issues,self} = %v, want 1", got)
 	}
 	if rd.d.Bot() != testBot {
@@ -434,7 +448,7 @@ func TestDispatchUnparseablePayloadIsDead(t *testing.T) {
 	if c := calls.Load(); c != 1 {
 		t.Fatalf("handler called %d times, want 1", c)
 	}
-	if got := counterValue(t, rd.m.DeadTotal.WithLabelValues("issues")); got != 3 {
+	if got := waitCounter(t, rd.m.DeadTotal.WithLabelValues("issues"), 3); got != 3 {
 		t.Errorf("dead letters total = %v, want 3", got)
 	}
 }
