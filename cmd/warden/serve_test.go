@@ -178,14 +178,26 @@ func TestServeEndToEnd(t *testing.T) {
 	if len(recs) != 2 || outcomes["d-1"] != "repository not served" || !strings.HasPrefix(outcomes["d-2"], webhooks.OutcomeSelf) {
 		t.Fatalf("outcomes %v (want d-1 repository not served (no installation event taught it), d-2 self; star not stored)", outcomes)
 	}
-	_, metrics := get(t, admin+"/metrics")
-	for _, want := range []string{
+	wantMetrics := []string{
 		`warden_deliveries_accepted_total{event="issues",result="stored"} 2`,
 		`warden_deliveries_accepted_total{event="issues",result="duplicate"} 1`,
 		`warden_deliveries_rejected_total{reason="signature"} 1`,
 		`warden_delivery_outcomes_total{event="issues",outcome="self"} 1`,
 		`warden_github_requests_total{`,
-	} {
+	}
+	// Outcomes are counted just after the commit the loop above saw.
+	var metrics string
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		_, metrics = get(t, admin+"/metrics")
+		missing := false
+		for _, want := range wantMetrics {
+			missing = missing || !strings.Contains(metrics, want)
+		}
+		if !missing || time.Now().After(deadline) {
+			break
+		}
+	}
+	for _, want := range wantMetrics {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("metrics lack %s", want)
 		}
