@@ -157,13 +157,13 @@ func checkClaimRequest(req ClaimRequest, actor Actor) error {
 	switch req.Purpose {
 	case "":
 	case "maintenance":
-		if !authors(actor.Role) {
+		if !gating.Authors(actor.Role) {
 			return refusal(ReasonRoleNotAllowed, "maintenance claims are for pm, human and warden; this token is %s", actor.Role)
 		}
 	default:
 		return refusal(ReasonInvalidRequest, "purpose %q is neither empty nor \"maintenance\"", req.Purpose)
 	}
-	if actor.Role == gating.RoleWorker && !workerOwns(actor, req.Owner) {
+	if actor.Role == gating.RoleWorker && !gating.OwnedBy(req.Owner, actor.Name) {
 		return refusal(ReasonOwnerNotAllowed, "worker %s claims only under owners beginning with %q; asked for %q", actor.Name, actor.Name+"/", req.Owner)
 	}
 	if len(req.Branch) > maxBranch || !utf8.ValidString(req.Branch) ||
@@ -386,7 +386,7 @@ func (l *Ledger) Renew(ctx context.Context, repoID int64, id gating.ItemID, toke
 			return nil
 		}
 		g := it.Grant
-		if actor.Role == gating.RoleWorker && token == it.Fence.Token && g != nil && !workerOwns(actor, g.Owner) {
+		if actor.Role == gating.RoleWorker && token == it.Fence.Token && g != nil && !gating.OwnedBy(g.Owner, actor.Name) {
 			return refusal(ReasonOwnerNotAllowed, "worker %s may not renew the claim of %s", actor.Name, g.Owner)
 		}
 		now := l.nowMs()
@@ -451,7 +451,7 @@ func (l *Ledger) Release(ctx context.Context, repoID int64, id gating.ItemID, to
 			no(ReasonStale)
 			return nil
 		}
-		if actor.Role == gating.RoleWorker && (it.Grant == nil || !workerOwns(actor, it.Grant.Owner)) {
+		if actor.Role == gating.RoleWorker && (it.Grant == nil || !gating.OwnedBy(it.Grant.Owner, actor.Name)) {
 			owner := "(unknown)"
 			if it.Grant != nil {
 				owner = it.Grant.Owner

@@ -197,12 +197,6 @@ func knownRole(r gating.Role) bool {
 	return false
 }
 
-// authors reports roles that may create and forget items (and take
-// maintenance claims): pm, human, and warden (which may do what a pm may).
-func authors(r gating.Role) bool {
-	return r == gating.RolePM || r == gating.RoleHuman || r == gating.RoleWarden
-}
-
 // rulesRole is the role gating's rules see: warden may do everything a pm
 // may, and gating's rules name only worker, pm and human.
 func rulesRole(r gating.Role) gating.Role {
@@ -220,12 +214,6 @@ func checkActor(a Actor) error {
 		return refusal(ReasonOwnerNotAllowed, "a worker token needs a name without '/' (its owners begin with name/); got %q", a.Name)
 	}
 	return nil
-}
-
-// workerOwns reports whether owner is one of the worker's: it begins with
-// the token's name and "/".
-func workerOwns(a Actor, owner string) bool {
-	return a.Name != "" && strings.HasPrefix(owner, a.Name+"/")
 }
 
 // checkText refuses a scalar that is too long, not UTF-8, or holds NUL
@@ -611,7 +599,7 @@ func (l *Ledger) precheckCreate(in NewItem, actor Actor, validating bool) error 
 	if err := checkActor(actor); err != nil {
 		return err
 	}
-	if !authors(actor.Role) {
+	if !gating.Authors(actor.Role) {
 		return refusal(ReasonRoleNotAllowed, "only pm, human and warden create items; this token is %s", actor.Role)
 	}
 	if in.Number < 0 || (in.Number == 0 && !validating) || in.Number > 9999999999 {
@@ -813,7 +801,7 @@ func (l *Ledger) Update(ctx context.Context, repoID int64, id gating.ItemID, p P
 		}
 		// Admitted with a token means: the token is the current fence of a
 		// live claim taken in this region.
-		if actor.Role == gating.RoleWorker && (p.FencingToken == nil || it.Grant == nil || !workerOwns(actor, it.Grant.Owner)) {
+		if actor.Role == gating.RoleWorker && (p.FencingToken == nil || it.Grant == nil || !gating.OwnedBy(it.Grant.Owner, actor.Name)) {
 			holder := "no live claim"
 			if it.Grant != nil && it.Fence.Claimed() {
 				holder = "the claim of " + it.Grant.Owner
@@ -922,7 +910,7 @@ func (l *Ledger) Forget(ctx context.Context, repoID int64, id gating.ItemID, tok
 	if err := checkActor(actor); err != nil {
 		return err
 	}
-	if !authors(actor.Role) {
+	if !gating.Authors(actor.Role) {
 		return refusal(ReasonRoleNotAllowed, "only pm, human and warden forget items; this token is %s", actor.Role)
 	}
 	err = l.writeTx(ctx, func(tx *sql.Tx) error {

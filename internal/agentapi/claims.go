@@ -74,7 +74,7 @@ func (h *handler) claim(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if c.role == gating.RoleWorker && !ownedBy(req.Owner, c.name) {
+	if c.role == gating.RoleWorker && !gating.OwnedBy(req.Owner, c.name) {
 		h.fail(w, r, forbidden(ReasonOwnerNotAllowed, "a worker token named %s claims only under owners beginning with %q, not %q", c.name, c.name+"/", req.Owner))
 		return
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
-	"strings"
 
 	"github.com/go-chi/chi/v5"
 
@@ -254,12 +253,6 @@ func (h *handler) patchItem(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, ViewOf(it))
-}
-
-// ownedBy reports whether owner is a worker token's: it begins with the
-// token's name and "/".
-func ownedBy(owner, tokenName string) bool {
-	return tokenName != "" && strings.HasPrefix(owner, tokenName+"/")
 }
 
 // deleteRequest is DELETE /items/{id}'s optional body.
