@@ -197,14 +197,6 @@ func knownRole(r gating.Role) bool {
 	return false
 }
 
-// rulesRole is the role gating's rules see: warden may do everything a pm
-// may, and gating's rules name only worker, pm and human.
-func rulesRole(r gating.Role) gating.Role {
-	if r == gating.RoleWarden {
-		return gating.RolePM
-	}
-	return r
-}
 
 func checkActor(a Actor) error {
 	if !knownRole(a.Role) {
@@ -640,7 +632,7 @@ func (l *Ledger) checkCreate(ctx context.Context, q querier, m lockMode, repoID 
 		return nil, err
 	}
 	var lookupErr error
-	w := gating.Write{Kind: gating.Create, After: after, Role: rulesRole(actor.Role), DefaultBranch: repo.DefaultBranch,
+	w := gating.Write{Kind: gating.Create, After: after, Role: actor.Role, DefaultBranch: repo.DefaultBranch,
 		Lookup: l.lookup(ctx, q, m, repoID, after, &lookupErr), Dependents: deps,
 		CompletionProven: o.CompletionProven, CompletionReason: o.CompletionReason, CompletionDetail: o.CompletionDetail}
 	r := gating.CheckWrite(w)
@@ -837,7 +829,7 @@ func (l *Ledger) Update(ctx context.Context, repoID int64, id gating.ItemID, p P
 			return err
 		}
 		var lookupErr error
-		w := gating.Write{Kind: gating.Update, Before: before, After: after, Role: rulesRole(actor.Role), DefaultBranch: repo.DefaultBranch,
+		w := gating.Write{Kind: gating.Update, Before: before, After: after, Role: actor.Role, DefaultBranch: repo.DefaultBranch,
 			Lookup: l.lookup(ctx, tx, lockShare, repoID, after, &lookupErr), Dependents: deps,
 			CompletionProven: o.CompletionProven, CompletionReason: o.CompletionReason, CompletionDetail: o.CompletionDetail}
 		r := gating.CheckWrite(w)
@@ -932,7 +924,7 @@ func (l *Ledger) Forget(ctx context.Context, repoID int64, id gating.ItemID, tok
 			return err
 		}
 		var lookupErr error
-		r := gating.CheckWrite(gating.Write{Kind: gating.Delete, Before: it.Snapshot(), Role: rulesRole(actor.Role),
+		r := gating.CheckWrite(gating.Write{Kind: gating.Delete, Before: it.Snapshot(), Role: actor.Role,
 			Lookup: l.lookup(ctx, tx, lockShare, repoID, nil, &lookupErr), Dependents: deps})
 		if lookupErr != nil {
 			return lookupErr
