@@ -197,7 +197,6 @@ func knownRole(r gating.Role) bool {
 	return false
 }
 
-
 func checkActor(a Actor) error {
 	if !knownRole(a.Role) {
 		return refusal(ReasonRoleNotAllowed, "role %q is not worker, pm, human or warden", a.Role)
