@@ -152,7 +152,7 @@ func stepForged(ctx context.Context, d *demo) (string, error) {
 
 func stepRedelivery(ctx context.Context, d *demo) (string, error) {
 	first := d.env.Sim.Deliveries()[0]
-	if _, _, err := d.env.Service.App.AppClient().Apps.RedeliverHookDelivery(ctx, first.ID); err != nil && !isAccepted(err) {
+	if err := d.env.Redeliver(ctx, first.ID); err != nil {
 		return "", err
 	}
 	if err := d.env.Settle(ctx); err != nil {
@@ -185,7 +185,7 @@ func stepMissed(ctx context.Context, d *demo) (string, error) {
 	if _, err := d.processed(ctx, missed.GUID); err == nil {
 		return "", errors.New("warden has a delivery GitHub could not send")
 	}
-	if _, _, err := d.env.Service.App.AppClient().Apps.RedeliverHookDelivery(ctx, missed.ID); err != nil && !isAccepted(err) {
+	if err := d.env.Redeliver(ctx, missed.ID); err != nil {
 		return "", err
 	}
 	if err := d.env.Settle(ctx); err != nil {
@@ -391,10 +391,4 @@ func fmtSeconds(s *float64) string {
 		return "?"
 	}
 	return fmt.Sprintf("%.0f", *s)
-}
-
-// isAccepted reports go-github's error for a 202 answer, which for a
-// redelivery request means success.
-func isAccepted(err error) bool {
-	return err != nil && err.Error() == "job scheduled on GitHub side; try again later"
 }

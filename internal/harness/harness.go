@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/go-github/v66/github"
 	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/ghsim"
 	"github.com/wardenhq/warden/internal/service"
@@ -242,4 +243,16 @@ func (e *Env) MustSettle(t TB) {
 	if err := e.Settle(ctx); err != nil {
 		t.Fatalf("%v", err)
 	}
+}
+
+// Redeliver asks GitHub (the simulator) to redeliver a logged delivery, as
+// an operator or warden's catch-up would. GitHub answers 202, which
+// go-github reports as an *AcceptedError: that is success.
+func (e *Env) Redeliver(ctx context.Context, deliveryID int64) error {
+	_, _, err := e.Service.App.AppClient().Apps.RedeliverHookDelivery(ctx, deliveryID)
+	var accepted *github.AcceptedError
+	if errors.As(err, &accepted) {
+		return nil
+	}
+	return err
 }
