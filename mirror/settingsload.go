@@ -1,0 +1,804 @@
+package mirror
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/google/go-github/v66/github"
+
+	"github.com/wardenhq/warden/gating"
+	"github.com/wardenhq/warden/internal/db"
+)
+
+// settingsMigrations is the settings store's schema (component "settings"),
+// portable to SQLite and PostgreSQL. One row per served repository:
+//
+//   - settings_json: the settings in effect; problems_json: the findings
+//     shown for them (settings-invalid, settings-changed-by-agent);
+//   - source_sha, pushed_at (unix seconds, GitHub's clock), changed_by: the
+//     push whose file is in effect ("" and 0 when it was read by Load, or
+//     for the defaults);
+//   - pending_json: the latest push not made by a human that touched the
+//     file after that one, with the file it brought ("" for none): it is
+//     what the default branch holds and what the findings judge, and it
+//     orders later deliveries;
+//   - version: bumped on every write, so that writers on several replicas
+//     never overwrite each other's result (optimistic concurrency).
+var settingsMigrations = []db.Migration{{Version: 1, SQL: `CREATE TABLE repo_settings (
+	repo_id BIGINT NOT NULL PRIMARY KEY,
+	settings_json TEXT NOT NULL,
+	problems_json TEXT NOT NULL,
+	source_sha TEXT NOT NULL,
+	pushed_at BIGINT NOT NULL,
+	changed_by TEXT NOT NULL,
+	pending_json TEXT NOT NULL,
+	version BIGINT NOT NULL,
+	updated_at BIGINT NOT NULL)`}}
+
+// settingsCacheTTL is how long Get trusts its in-memory copy before it reads
+// the table again (another replica may have applied a push meanwhile).
+const settingsCacheTTL = 30 * time.Second
+
+// settingsWriteTries bounds the optimistic-concurrency retries of a write.
+const settingsWriteTries = 5
+
+// maxSettingsPushCommits is the commit count from which a push's commit
+// list is taken as possibly truncated (so as touching the settings file).
+const maxSettingsPushCommits = 20
+
+// SettingsStore keeps each served repository's settings in effect
+// (CONTRACT.md §2): an in-memory cache in front of a durable table, filled
+// by Load when a repository is first served and changed by OnPush under the
+// human-push rule. It is safe for concurrent use, also by several replicas
+// sharing one database.
+type SettingsStore struct {
+	// IsRecordedAgent reports whether login is an agent warden has recorded
+	// in the repository
+	// (a marker poster with write access, CONTRACT.md §4); nil means none.
+	// Set it before the store is used.
+	IsRecordedAgent func(repoID int64, login string) bool
+
+	db     *db.DB
+	gh     Clients
+	agents []string
+	log    *slog.Logger
+	now    func() time.Time
+	ttl    time.Duration
+
+	mu    sync.Mutex
+	cache map[int64]settingsCached
+	locks map[int64]chan struct{}
+}
+
+type settingsCached struct {
+	settings RepoSettings
+	problems []SettingsProblem
+	found    bool
+	at       time.Time
+}
+
+// SettingsPush is what OnPush needs of a push delivery; SettingsPushFromPayload
+// reads it from the webhook payload.
+type SettingsPush struct {
+	Ref         string // refs/heads/<branch>
+	After       string // the pushed head SHA (all zeros: the branch was deleted)
+	PusherLogin string // pusher.name: who pushed, or for a merge the person who merged
+	SenderLogin string // sender.login
+	SenderType  string // sender.type: User, Bot, Organization
+	// Touched: a pushed commit added, modified or removed SettingsPath, or
+	// the commit list may be incomplete (truncated, a force push).
+	Touched bool
+	// PushedAt is when GitHub took the push (repository.pushed_at, else the
+	// head commit's timestamp; zero when the payload has neither).
+	PushedAt time.Time
+}
+
+// OpenSettingsStore migrates the settings table and returns the store. gh
+// may be nil for a store that only migrates or reads (Load and OnPush then
+// fail); agents are the WARDEN_AGENTS logins.
+func OpenSettingsStore(ctx context.Context, d *db.DB, gh Clients, agents []string, log *slog.Logger) (*SettingsStore, error) {
+	if err := d.Migrate(ctx, "settings", settingsMigrations); err != nil {
+		return nil, fmt.Errorf("open the settings store: %w", err)
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return &SettingsStore{db: d, gh: gh, agents: slices.Clone(agents), log: log, now: time.Now, ttl: settingsCacheTTL,
+		cache: map[int64]settingsCached{}, locks: map[int64]chan struct{}{}}, nil
+}
+
+// Get returns the settings in effect for r. It never calls GitHub: it
+// answers from memory, else from the table; a repository with nothing
+// stored (not loaded yet) gets DefaultSettings, and so does one whose row
+// cannot be read and that has no copy in memory (fail-safe; logged).
+func (s *SettingsStore) Get(ctx context.Context, r Repo) RepoSettings {
+	c, ok := s.cached(r.ID)
+	if ok && s.now().Sub(c.at) < s.ttl {
+		return cloneSettings(c.settings)
+	}
+	rec, found, err := s.read(ctx, r.ID)
+	if err != nil {
+		if ok {
+			s.log.Warn("settings: reading the table failed; using the copy in memory", "repo", r.FullName, "err", err)
+			return cloneSettings(c.settings)
+		}
+		s.log.Warn("settings: reading the table failed; using the defaults", "repo", r.FullName, "err", err)
+		return DefaultSettings()
+	}
+	s.remember(r.ID, rec, found)
+	if !found {
+		return DefaultSettings()
+	}
+	return cloneSettings(rec.settings)
+}
+
+// Problems returns the repository's current settings findings
+// (settings-invalid, settings-changed-by-agent) for the status page, the
+// API and the report; none for a repository with nothing stored.
+func (s *SettingsStore) Problems(ctx context.Context, repoID int64) ([]SettingsProblem, error) {
+	if c, ok := s.cached(repoID); ok && s.now().Sub(c.at) < s.ttl {
+		return slices.Clone(c.problems), nil
+	}
+	rec, found, err := s.read(ctx, repoID)
+	if err != nil {
+		return nil, err
+	}
+	s.remember(repoID, rec, found)
+	return slices.Clone(rec.problems), nil
+}
+
+// Forget drops a repository's settings (it is no longer served); serving
+// it again starts from Load.
+func (s *SettingsStore) Forget(ctx context.Context, repoID int64) error {
+	if _, err := s.db.Write.ExecContext(ctx, `DELETE FROM repo_settings WHERE repo_id = $1`, repoID); err != nil {
+		return fmt.Errorf("forget the settings of repository %d: %w", repoID, err)
+	}
+	s.mu.Lock()
+	delete(s.cache, repoID)
+	s.mu.Unlock()
+	return nil
+}
+
+// Load reads SettingsPath from r's default branch (one contents GET; 404 is
+// an absent file, the defaults) and records it as the settings in effect,
+// with the file's settings-invalid problems. It is for a repository warden
+// starts serving: there is no push to judge, so the file takes effect as
+// it is.
+//
+// A repository that already has settings stored is not reset by Load:
+// nothing says who made the file differ from them, so a file that would
+// change them is judged as a push not made by a human (the settings stay,
+// settings-changed-by-agent is reported until a human pushes the file); a
+// file that agrees with them refreshes its problems. A GitHub error changes
+// nothing and is returned.
+func (s *SettingsStore) Load(ctx context.Context, r Repo) (string, error) {
+	gh, err := s.client(r)
+	if err != nil {
+		return "", err
+	}
+	release, err := s.lock(ctx, r.ID)
+	if err != nil {
+		return "", err
+	}
+	defer release()
+	file, err := s.fetch(ctx, gh, r, "")
+	if err != nil {
+		return "", err
+	}
+	for try := 0; try < settingsWriteTries; try++ {
+		prev, found, err := s.read(ctx, r.ID)
+		if err != nil {
+			return "", err
+		}
+		var next settingsRecord
+		var outcome string
+		switch proposed, problems := file.parse(prev.settings); {
+		case !found:
+			next = settingsRecord{settings: proposed, problems: problems}
+			outcome = "settings loaded: " + describeLoaded(file, proposed, problems)
+		case len(settingsDiff(prev.settings, proposed)) == 0:
+			next = prev
+			next.settings, next.problems, next.pending = proposed, problems, nil
+			outcome = "settings reloaded: the file agrees with the settings in effect" + problemCount(problems)
+		default:
+			next = prev
+			f := file
+			f.By = "(read on load; no push to judge)"
+			next.pending = &f
+			next.problems = next.findings()
+			outcome = fmt.Sprintf("settings reloaded: the file would change %s, but no human push brought it; the settings in effect stay (%s)",
+				fieldList(settingsDiff(prev.settings, proposed)), SettingsChangedByAgent)
+		}
+		ok, err := s.save(ctx, r.ID, prev, found, next)
+		if err != nil {
+			return "", err
+		}
+		if ok {
+			s.log.Info("settings loaded", "repo", r.FullName, "outcome", outcome)
+			return outcome, nil
+		}
+	}
+	return "", fmt.Errorf("load the settings of %s: the row kept changing under %d tries", r.FullName, settingsWriteTries)
+}
+
+// OnPush follows a push to a served repository (CONTRACT.md §2, §3). It
+// acts only on a push to the default branch that touched SettingsPath
+// (p.Touched): it reads the file at the pushed head (one contents GET) and
+// lets it take effect if a human pushed it; otherwise the settings stay and
+// settings-changed-by-agent names each field the file would change.
+// Deleting the file is a change back to the defaults, under the same rule.
+//
+// Deliveries may come twice and out of order: a push already judged
+// changes nothing, and a push older than the one whose file is in effect
+// (pushed_at, or for two in the same second the commit graph) is ignored.
+// A GitHub or database error changes nothing and is returned (the
+// dispatcher retries).
+func (s *SettingsStore) OnPush(ctx context.Context, r Repo, p SettingsPush) (string, error) {
+	branch, isBranch := strings.CutPrefix(p.Ref, "refs/heads/")
+	if r.DefaultBranch == "" {
+		return "", fmt.Errorf("settings of %s: no default branch recorded for the repository", r.FullName)
+	}
+	switch {
+	case !isBranch || branch != r.DefaultBranch:
+		return "settings: not a push to the default branch", nil
+	case isZeroSHA(p.After):
+		return "settings: branch deleted", nil
+	case !p.Touched:
+		return "settings: " + SettingsPath + " not touched", nil
+	}
+	gh, err := s.client(r)
+	if err != nil {
+		return "", err
+	}
+	release, err := s.lock(ctx, r.ID)
+	if err != nil {
+		return "", err
+	}
+	defer release()
+	for try := 0; try < settingsWriteTries; try++ {
+		outcome, done, err := s.onPushOnce(ctx, gh, r, p)
+		if err != nil || done {
+			return outcome, err
+		}
+	}
+	return "", fmt.Errorf("settings of %s: the row kept changing under %d tries", r.FullName, settingsWriteTries)
+}
+
+// onPushOnce judges one push against the row as read now; done is false
+// when another writer changed the row first (try again).
+func (s *SettingsStore) onPushOnce(ctx context.Context, gh *github.Client, r Repo, p SettingsPush) (outcome string, done bool, err error) {
+	prev, found, err := s.read(ctx, r.ID)
+	if err != nil {
+		return "", false, err
+	}
+	sha := shortSHA(p.After)
+	if p.After == prev.sourceSHA || (prev.pending != nil && p.After == prev.pending.SHA) {
+		return "settings: push " + sha + " already judged; nothing changed", true, nil
+	}
+	if c, err := s.order(ctx, gh, r, prev.sourceSHA, prev.pushedAt, p); err != nil {
+		return "", false, err
+	} else if c == 0 {
+		return "settings: push " + sha + " already judged; nothing changed", true, nil
+	} else if c < 0 {
+		return fmt.Sprintf("settings: push %s is older than push %s, whose file is in effect; ignored", sha, shortSHA(prev.sourceSHA)), true, nil
+	}
+	file, err := s.fetch(ctx, gh, r, p.After)
+	if err != nil {
+		return "", false, err
+	}
+	file.SHA, file.By = p.After, pushedBy(p)
+	if !p.PushedAt.IsZero() {
+		file.PushedAt = p.PushedAt.Unix()
+	}
+	proposed, problems := file.parse(prev.settings)
+	human, why := s.pushedByHuman(r.ID, p, prev.settings.Agents, proposed.Agents)
+	next := prev
+	if human {
+		next.settings, next.problems = DecideSettingsChange(prev.settings, proposed, problems, true)
+		next.sourceSHA, next.pushedAt, next.changedBy = file.SHA, file.PushedAt, file.By
+		if prev.pending != nil {
+			// An agent's push newer than this one stays judged, now
+			// against the settings this push brings.
+			c, err := s.order(ctx, gh, r, prev.pending.SHA, prev.pending.PushedAt, p)
+			if err != nil {
+				return "", false, err
+			}
+			if c > 0 {
+				next.pending = nil
+			}
+		}
+		next.problems = next.findings()
+		changes := settingsDiff(prev.settings, next.settings)
+		if len(changes) == 0 {
+			outcome = fmt.Sprintf("settings: push %s by %s changes no setting", sha, file.By)
+		} else {
+			outcome = fmt.Sprintf("settings changed by %s (push %s): %s", file.By, sha, changeList(changes))
+		}
+		outcome += problemCount(problems)
+	} else {
+		if prev.pending != nil {
+			c, err := s.order(ctx, gh, r, prev.pending.SHA, prev.pending.PushedAt, p)
+			if err != nil {
+				return "", false, err
+			}
+			if c == 0 {
+				return "settings: push " + sha + " already judged; nothing changed", true, nil
+			}
+			if c < 0 {
+				return fmt.Sprintf("settings: push %s is older than push %s, already judged; ignored", sha, shortSHA(prev.pending.SHA)), true, nil
+			}
+		}
+		f := file
+		next.pending = &f
+		next.problems = next.findings()
+		if changes := settingsDiff(prev.settings, proposed); len(changes) == 0 {
+			outcome = fmt.Sprintf("settings: push %s by %s (%s) changes no setting", sha, file.By, why)
+		} else {
+			outcome = fmt.Sprintf("settings change refused: push %s by %s (%s) would change %s; the settings in effect stay (%s)",
+				sha, file.By, why, fieldList(changes), SettingsChangedByAgent)
+		}
+		outcome += problemCount(problems)
+	}
+	ok, err := s.save(ctx, r.ID, prev, found, next)
+	if err != nil || !ok {
+		return "", false, err
+	}
+	if human {
+		s.log.Info("settings push judged", "repo", r.FullName, "sha", p.After, "by", file.By, "human", true, "outcome", outcome)
+	} else {
+		s.log.Warn("settings push judged", "repo", r.FullName, "sha", p.After, "by", file.By, "human", false, "why", why, "outcome", outcome)
+	}
+	return outcome, true, nil
+}
+
+// order tells whether push p came after the push (sha, at) recorded: 1
+// after, -1 before, 0 the same push. Pushes are ordered by GitHub's
+// pushed_at (seconds); two in the same second by the commit graph (one
+// compare GET). With nothing recorded, or no time to compare, p is later
+// (the latest delivery wins); so is a push that diverged (a force push).
+func (s *SettingsStore) order(ctx context.Context, gh *github.Client, r Repo, sha string, at int64, p SettingsPush) (int, error) {
+	switch {
+	case sha == "":
+		return 1, nil
+	case sha == p.After:
+		return 0, nil
+	case at == 0 || p.PushedAt.IsZero():
+		return 1, nil
+	case p.PushedAt.Unix() > at:
+		return 1, nil
+	case p.PushedAt.Unix() < at:
+		return -1, nil
+	}
+	owner, name, _ := strings.Cut(r.FullName, "/")
+	cmp, _, err := gh.Repositories.CompareCommits(ctx, owner, name, sha, p.After, &github.ListOptions{PerPage: 1})
+	if err != nil {
+		return 0, fmt.Errorf("order pushes %s and %s of %s: %w", shortSHA(sha), shortSHA(p.After), r.FullName, err)
+	}
+	switch cmp.GetStatus() {
+	case "behind":
+		return -1, nil
+	case "identical":
+		return 0, nil
+	}
+	return 1, nil
+}
+
+// pushedByHuman applies CONTRACT.md §4 to a push: the sender is a User
+// account, and neither the pusher nor the sender is ghost, a bot account,
+// a configured agent (WARDEN_AGENTS or the repository's agents:, both the
+// settings in effect and the file pushed: either makes an agent) or a
+// recorded agent. A push naming nobody is no human's. why says why not.
+func (s *SettingsStore) pushedByHuman(repoID int64, p SettingsPush, repoAgents ...[]string) (human bool, why string) {
+	agents := slices.Clone(s.agents)
+	for _, a := range repoAgents {
+		agents = append(agents, a...)
+	}
+	if p.SenderType != "User" {
+		if p.SenderType == "" {
+			return false, "the sender's account type is unknown"
+		}
+		return false, "an account of type " + p.SenderType
+	}
+	var logins []string
+	for _, l := range []string{p.PusherLogin, p.SenderLogin} {
+		if l != "" && !slices.ContainsFunc(logins, func(x string) bool { return strings.EqualFold(x, l) }) {
+			logins = append(logins, l)
+		}
+	}
+	if len(logins) == 0 {
+		return false, "the push names no pusher"
+	}
+	for _, l := range logins {
+		switch {
+		case strings.EqualFold(l, "ghost"):
+			return false, "the ghost account"
+		case strings.HasSuffix(strings.ToLower(l), "[bot]"):
+			return false, l + " is a bot account"
+		case gating.IsAgent(gating.Actor{Login: l, Type: p.SenderType}, agents):
+			return false, l + " is a configured agent"
+		case s.IsRecordedAgent != nil && s.IsRecordedAgent(repoID, l):
+			return false, l + " is a recorded agent"
+		}
+	}
+	return true, ""
+}
+
+func pushedBy(p SettingsPush) string {
+	if p.PusherLogin != "" {
+		return p.PusherLogin
+	}
+	if p.SenderLogin != "" {
+		return p.SenderLogin
+	}
+	return "(unknown)"
+}
+
+// settingsFile is SettingsPath as read at one commit, kept whole for a
+// push that did not take effect so that it can be judged again against
+// later settings.
+type settingsFile struct {
+	SHA      string `json:"sha,omitempty"`      // the push's head; "" when read by Load
+	PushedAt int64  `json:"pushedAt,omitempty"` // unix seconds, GitHub's clock; 0 unknown
+	By       string `json:"by,omitempty"`
+	Absent   bool   `json:"absent,omitempty"`
+	Content  []byte `json:"content,omitempty"` // the file's bytes (base64 in JSON: any bytes survive a TEXT column)
+	// Unreadable is why the file could not be read (not decodable, too
+	// large, not a file): a settings-invalid finding, every field keeping
+	// its last good value.
+	Unreadable string `json:"unreadable,omitempty"`
+}
+
+// parse reads the file against the settings last in effect.
+func (f settingsFile) parse(lastGood RepoSettings) (RepoSettings, []SettingsProblem) {
+	switch {
+	case f.Absent:
+		return DefaultSettings(), nil
+	case f.Unreadable != "":
+		return withDefaults(lastGood), []SettingsProblem{{SettingsInvalid, "", f.Unreadable}}
+	}
+	return ParseSettingsFile(f.Content, lastGood)
+}
+
+// fetch reads SettingsPath at ref ("" = the default branch) with one
+// contents GET. 404 is an absent file; 404 for a commit GitHub does not
+// know, and any other failure, is an error.
+func (s *SettingsStore) fetch(ctx context.Context, gh *github.Client, r Repo, ref string) (settingsFile, error) {
+	owner, name, ok := strings.Cut(r.FullName, "/")
+	if !ok {
+		return settingsFile{}, fmt.Errorf("read %s: repository name %q is not OWNER/REPO", SettingsPath, r.FullName)
+	}
+	at := "the default branch"
+	if ref != "" {
+		at = shortSHA(ref)
+	}
+	fc, dir, resp, err := gh.Repositories.GetContents(ctx, owner, name, SettingsPath, &github.RepositoryContentGetOptions{Ref: ref})
+	if err != nil {
+		var er *github.ErrorResponse
+		if resp != nil && resp.StatusCode == http.StatusNotFound {
+			if errors.As(err, &er) && strings.HasPrefix(er.Message, "No commit found") {
+				return settingsFile{}, fmt.Errorf("read %s of %s at %s: GitHub does not know the commit: %w", SettingsPath, r.FullName, at, err)
+			}
+			return settingsFile{Absent: true}, nil
+		}
+		return settingsFile{}, fmt.Errorf("read %s of %s at %s: %w", SettingsPath, r.FullName, at, err)
+	}
+	keep := "; every setting keeps its last good value"
+	switch {
+	case fc == nil && dir != nil:
+		return settingsFile{Unreadable: SettingsPath + " is a directory, not a file" + keep}, nil
+	case fc == nil:
+		return settingsFile{}, fmt.Errorf("read %s of %s at %s: GitHub answered with no content", SettingsPath, r.FullName, at)
+	case fc.GetType() != "" && fc.GetType() != "file":
+		return settingsFile{Unreadable: fmt.Sprintf("%s is a %s, not a file%s", SettingsPath, fc.GetType(), keep)}, nil
+	case fc.GetSize() > MaxSettingsFileSize:
+		return settingsFile{Unreadable: fmt.Sprintf("%s is %d bytes, over the %d warden reads%s", SettingsPath, fc.GetSize(), MaxSettingsFileSize, keep)}, nil
+	}
+	content, err := fc.GetContent()
+	if err != nil {
+		return settingsFile{Unreadable: fmt.Sprintf("%s cannot be decoded (%s)%s", SettingsPath, oneLine(err.Error()), keep)}, nil
+	}
+	return settingsFile{Content: []byte(content)}, nil
+}
+
+func (s *SettingsStore) client(r Repo) (*github.Client, error) {
+	if s.gh == nil {
+		return nil, fmt.Errorf("settings of %s: the store has no GitHub client", r.FullName)
+	}
+	gh, err := s.gh.Installation(r.Installation)
+	if err != nil {
+		return nil, fmt.Errorf("settings of %s: installation %d: %w", r.FullName, r.Installation, err)
+	}
+	return gh, nil
+}
+
+// lock serialises this replica's writers of one repository's settings
+// (other replicas are fenced by the row's version).
+func (s *SettingsStore) lock(ctx context.Context, repoID int64) (func(), error) {
+	s.mu.Lock()
+	ch := s.locks[repoID]
+	if ch == nil {
+		ch = make(chan struct{}, 1)
+		s.locks[repoID] = ch
+	}
+	s.mu.Unlock()
+	select {
+	case ch <- struct{}{}:
+		return func() { <-ch }, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("wait for the settings of repository %d: %w", repoID, ctx.Err())
+	}
+}
+
+// settingsRecord is one row of repo_settings.
+type settingsRecord struct {
+	settings  RepoSettings
+	problems  []SettingsProblem
+	sourceSHA string
+	pushedAt  int64
+	changedBy string
+	pending   *settingsFile
+	version   int64
+}
+
+// findings are the problems to show for a record with a push pending (not
+// made by a human): the file it brought, judged against the settings in
+// effect. Without one, the problems of the file in effect.
+func (rec settingsRecord) findings() []SettingsProblem {
+	if rec.pending == nil {
+		return rec.problems
+	}
+	proposed, problems := rec.pending.parse(rec.settings)
+	_, findings := DecideSettingsChange(rec.settings, proposed, problems, false)
+	return findings
+}
+
+// read returns the repository's row; with none, found is false and the
+// record holds the defaults.
+func (s *SettingsStore) read(ctx context.Context, repoID int64) (rec settingsRecord, found bool, err error) {
+	var settingsJSON, problemsJSON, pendingJSON string
+	err = s.db.Read.QueryRowContext(ctx, `SELECT settings_json, problems_json, source_sha, pushed_at, changed_by, pending_json, version
+		FROM repo_settings WHERE repo_id = $1`, repoID).Scan(&settingsJSON, &problemsJSON, &rec.sourceSHA, &rec.pushedAt,
+		&rec.changedBy, &pendingJSON, &rec.version)
+	if errors.Is(err, sql.ErrNoRows) {
+		return settingsRecord{settings: DefaultSettings()}, false, nil
+	}
+	if err != nil {
+		return settingsRecord{}, false, fmt.Errorf("read the settings of repository %d: %w", repoID, err)
+	}
+	rec.settings = DefaultSettings() // a field the stored JSON lacks (an older warden's) keeps its default
+	if err := json.Unmarshal([]byte(settingsJSON), &rec.settings); err != nil {
+		return settingsRecord{}, false, fmt.Errorf("read the settings of repository %d: settings_json: %w", repoID, err)
+	}
+	if err := json.Unmarshal([]byte(problemsJSON), &rec.problems); err != nil {
+		return settingsRecord{}, false, fmt.Errorf("read the settings of repository %d: problems_json: %w", repoID, err)
+	}
+	if pendingJSON != "" {
+		rec.pending = &settingsFile{}
+		if err := json.Unmarshal([]byte(pendingJSON), rec.pending); err != nil {
+			return settingsRecord{}, false, fmt.Errorf("read the settings of repository %d: pending_json: %w", repoID, err)
+		}
+	}
+	return rec, true, nil
+}
+
+// save writes next over prev (read with found) if nobody wrote the row
+// since; ok is false when somebody did.
+func (s *SettingsStore) save(ctx context.Context, repoID int64, prev settingsRecord, found bool, next settingsRecord) (ok bool, err error) {
+	settingsJSON, err := json.Marshal(next.settings)
+	if err != nil {
+		return false, fmt.Errorf("save the settings of repository %d: %w", repoID, err)
+	}
+	problems := next.problems
+	if problems == nil {
+		problems = []SettingsProblem{}
+	}
+	problemsJSON, err := json.Marshal(problems)
+	if err != nil {
+		return false, fmt.Errorf("save the settings of repository %d: %w", repoID, err)
+	}
+	pendingJSON := []byte{}
+	if next.pending != nil {
+		if pendingJSON, err = json.Marshal(next.pending); err != nil {
+			return false, fmt.Errorf("save the settings of repository %d: %w", repoID, err)
+		}
+	}
+	next.version = prev.version + 1
+	now := s.now().UnixMilli()
+	var res sql.Result
+	if found {
+		res, err = s.db.Write.ExecContext(ctx, `UPDATE repo_settings SET settings_json = $1, problems_json = $2, source_sha = $3,
+			pushed_at = $4, changed_by = $5, pending_json = $6, version = $7, updated_at = $8 WHERE repo_id = $9 AND version = $10`,
+			string(settingsJSON), string(problemsJSON), next.sourceSHA, next.pushedAt, next.changedBy, string(pendingJSON),
+			next.version, now, repoID, prev.version)
+	} else {
+		res, err = s.db.Write.ExecContext(ctx, `INSERT INTO repo_settings (repo_id, settings_json, problems_json, source_sha,
+			pushed_at, changed_by, pending_json, version, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+			ON CONFLICT (repo_id) DO NOTHING`,
+			repoID, string(settingsJSON), string(problemsJSON), next.sourceSHA, next.pushedAt, next.changedBy, string(pendingJSON),
+			next.version, now)
+	}
+	if err != nil {
+		return false, fmt.Errorf("save the settings of repository %d: %w", repoID, err)
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("save the settings of repository %d: %w", repoID, err)
+	}
+	if n == 0 {
+		return false, nil
+	}
+	s.remember(repoID, next, true)
+	return true, nil
+}
+
+func (s *SettingsStore) cached(repoID int64) (settingsCached, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.cache[repoID]
+	return c, ok
+}
+
+func (s *SettingsStore) remember(repoID int64, rec settingsRecord, found bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cache[repoID] = settingsCached{settings: cloneSettings(rec.settings), problems: slices.Clone(rec.problems), found: found, at: s.now()}
+}
+
+func cloneSettings(s RepoSettings) RepoSettings {
+	s.Agents = slices.Clone(s.Agents)
+	return s
+}
+
+// settingsPushPayload is the part of a push webhook payload the settings
+// read.
+type settingsPushPayload struct {
+	Ref          string               `json:"ref"`
+	Before       string               `json:"before"`
+	After        string               `json:"after"`
+	Created      bool                 `json:"created"`
+	Deleted      bool                 `json:"deleted"`
+	Forced       bool                 `json:"forced"`
+	Size         *int                 `json:"size"`
+	DistinctSize *int                 `json:"distinct_size"`
+	Commits      []settingsPushCommit `json:"commits"`
+	HeadCommit   *settingsPushCommit  `json:"head_commit"`
+	Pusher       struct {
+		Name string `json:"name"`
+	} `json:"pusher"`
+	Sender struct {
+		Login string `json:"login"`
+		Type  string `json:"type"`
+	} `json:"sender"`
+	Repository struct {
+		PushedAt json.RawMessage `json:"pushed_at"`
+	} `json:"repository"`
+}
+
+type settingsPushCommit struct {
+	ID        string   `json:"id"`
+	Distinct  *bool    `json:"distinct"`
+	Timestamp string   `json:"timestamp"`
+	Added     []string `json:"added"`
+	Modified  []string `json:"modified"`
+	Removed   []string `json:"removed"`
+}
+
+func (c settingsPushCommit) touches(path string) bool {
+	return slices.Contains(c.Added, path) || slices.Contains(c.Modified, path) || slices.Contains(c.Removed, path)
+}
+
+// SettingsPushFromPayload reads a push webhook payload for OnPush. Touched
+// is set when a listed commit added, modified or removed SettingsPath, and
+// also whenever the list may not show every commit: 20 or more commits, a
+// size or distinct_size above what is listed, a force push (a rewind lists
+// nothing), or a push that moved the branch and lists no commit.
+func SettingsPushFromPayload(payload []byte) (SettingsPush, error) {
+	var p settingsPushPayload
+	if err := json.Unmarshal(payload, &p); err != nil {
+		return SettingsPush{}, fmt.Errorf("push payload: %w", err)
+	}
+	out := SettingsPush{Ref: p.Ref, After: p.After, PusherLogin: p.Pusher.Name, SenderLogin: p.Sender.Login,
+		SenderType: p.Sender.Type, PushedAt: p.pushedAt()}
+	if p.Deleted {
+		return out, nil
+	}
+	distinct := 0
+	for _, c := range p.Commits {
+		if c.Distinct == nil || *c.Distinct {
+			distinct++
+		}
+		if c.touches(SettingsPath) {
+			out.Touched = true
+		}
+	}
+	switch {
+	case len(p.Commits) >= maxSettingsPushCommits,
+		p.Size != nil && *p.Size > len(p.Commits),
+		p.DistinctSize != nil && *p.DistinctSize > distinct,
+		p.Forced,
+		len(p.Commits) == 0 && p.Before != p.After:
+		out.Touched = true
+	}
+	return out, nil
+}
+
+// pushedAt is GitHub's repository.pushed_at (seconds in push payloads, a
+// timestamp elsewhere), else the head commit's timestamp, else zero.
+func (p *settingsPushPayload) pushedAt() time.Time {
+	if raw := bytes.TrimSpace(p.Repository.PushedAt); len(raw) > 0 && !bytes.Equal(raw, []byte("null")) {
+		if secs, err := strconv.ParseInt(string(raw), 10, 64); err == nil && secs > 0 {
+			return time.Unix(secs, 0).UTC()
+		}
+		var str string
+		if json.Unmarshal(raw, &str) == nil {
+			if t, err := time.Parse(time.RFC3339, str); err == nil {
+				return t.UTC()
+			}
+		}
+	}
+	if p.HeadCommit != nil {
+		if t, err := time.Parse(time.RFC3339, p.HeadCommit.Timestamp); err == nil {
+			return t.UTC()
+		}
+	}
+	return time.Time{}
+}
+
+func isZeroSHA(sha string) bool {
+	return sha == "" || strings.Trim(sha, "0") == ""
+}
+
+func shortSHA(sha string) string {
+	if sha == "" {
+		return "(none)"
+	}
+	return cut(sha, 7)
+}
+
+func describeLoaded(f settingsFile, s RepoSettings, problems []SettingsProblem) string {
+	if f.Absent {
+		return "no " + SettingsPath + "; the defaults apply"
+	}
+	changes := settingsDiff(DefaultSettings(), s)
+	if len(changes) == 0 {
+		return "the defaults" + problemCount(problems)
+	}
+	return changeList(changes) + problemCount(problems)
+}
+
+func changeList(changes []settingChange) string {
+	parts := make([]string, len(changes))
+	for i, c := range changes {
+		parts[i] = fmt.Sprintf("%s %s → %s", c.field, c.from, c.to)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func fieldList(changes []settingChange) string {
+	parts := make([]string, len(changes))
+	for i, c := range changes {
+		parts[i] = c.field
+	}
+	return strings.Join(parts, ", ")
+}
+
+func problemCount(problems []SettingsProblem) string {
+	switch len(problems) {
+	case 0:
+		return ""
+	case 1:
+		return "; 1 problem (" + SettingsInvalid + ")"
+	}
+	return fmt.Sprintf("; %d problems (%s)", len(problems), SettingsInvalid)
+}
