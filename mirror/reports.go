@@ -1,0 +1,654 @@
+package mirror
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/google/go-github/v66/github"
+
+	"github.com/wardenhq/warden/gating"
+	"github.com/wardenhq/warden/internal/db"
+)
+
+// ReportInterval is the least time between two writes of one item's report
+// comment: edits within it are coalesced into one (CONTRACT.md §6).
+const ReportInterval = time.Minute
+
+// Report comment bookkeeping bounds.
+const (
+	// ReportRefusals is how many refusal lines an item's report keeps (the
+	// newest).
+	ReportRefusals = 5
+	// reportLease is how long one writer owns an item's report comment while
+	// it writes to GitHub; another writer (a goroutine, a replica) stores its
+	// change as pending meanwhile. It outlasts any single API call.
+	reportLease = 2 * time.Minute
+	// reportRetry is how long a failed write waits before Flush retries it.
+	reportRetry = 30 * time.Second
+	// reportFlushBatch bounds the items one Flush writes.
+	reportFlushBatch = 200
+)
+
+// Outcomes of Publish, Refuse, Refresh and Flush.
+const (
+	ReportCreated   = "report comment created"
+	ReportEdited    = "report comment edited"
+	ReportRecreated = "report comment recreated (the previous one was deleted)"
+	ReportCoalesced = "report edit coalesced"
+	ReportUnchanged = "report unchanged"
+	ReportNotNeeded = "no report comment needed"
+	ReportDryRun    = "report rendered; nothing written (dry_run)"
+	ReportBusy      = "report comment being written elsewhere; edit pending"
+	ReportIssueGone = "report not written: the issue is gone"
+	reportNotDue    = "report edit not due"
+)
+
+// reportMigrations is the report comments' schema (portable SQL, as the
+// ledger's). One row per item that has, or had, something to report: the
+// desired state (findings, refusals, the body rendered from them), what was
+// last written to GitHub (comment id, body hash, time), whether an edit is
+// pending and when it is due, and the write lease.
+var reportMigrations = []db.Migration{
+	{Version: 1, SQL: `CREATE TABLE report_comments (
+	repo_id BIGINT NOT NULL,
+	number BIGINT NOT NULL,
+	full_name TEXT NOT NULL,
+	installation BIGINT NOT NULL,
+	default_branch TEXT NOT NULL,
+	comment_id BIGINT NOT NULL DEFAULT 0,
+	body TEXT NOT NULL DEFAULT '',
+	written_hash TEXT NOT NULL DEFAULT '',
+	written_at BIGINT NOT NULL DEFAULT 0,
+	findings_json TEXT NOT NULL DEFAULT '[]',
+	refusals_json TEXT NOT NULL DEFAULT '[]',
+	pending BIGINT NOT NULL DEFAULT 0,
+	due_at BIGINT NOT NULL DEFAULT 0,
+	lease_owner TEXT NOT NULL DEFAULT '',
+	lease_until BIGINT NOT NULL DEFAULT 0,
+	updated_at BIGINT NOT NULL,
+	PRIMARY KEY (repo_id, number))`},
+	{Version: 2, SQL: `CREATE INDEX report_comments_due ON report_comments (pending, due_at)`},
+}
+
+// Reports keeps each item's report comment (CONTRACT.md §6 "The report
+// comment"): one comment per item with something to report, created at its
+// first finding and edited in place after, at most once per ReportInterval.
+// It is safe for concurrent use, also by several replicas over one
+// database: a write lease on the item's row makes one writer at a time, so
+// an item never gets two report comments.
+type Reports struct {
+	db  *db.DB
+	gh  Clients
+	log *slog.Logger
+	pg  bool
+
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+	// Settings returns a repository's settings (dry_run); nil: the defaults.
+	Settings func(ctx context.Context, r Repo) RepoSettings
+	// StatusHint points to warden's status page (its URL), named in a
+	// comment cut for length.
+	StatusHint string
+}
+
+// OpenReports applies the report comments' schema (component "reports") and
+// returns the publisher.
+func OpenReports(ctx context.Context, d *db.DB, gh Clients, log *slog.Logger) (*Reports, error) {
+	if d == nil {
+		return nil, errors.New("open reports: no database")
+	}
+	if gh == nil {
+		return nil, errors.New("open reports: no GitHub clients")
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	if err := d.Migrate(ctx, "reports", reportMigrations); err != nil {
+		return nil, fmt.Errorf("open reports: %w", err)
+	}
+	return &Reports{db: d, gh: gh, log: log.With("component", "reports"), pg: d.Dialect == db.Postgres}, nil
+}
+
+func (r *Reports) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+func (r *Reports) settings(ctx context.Context, repo Repo) RepoSettings {
+	if r.Settings != nil {
+		return r.Settings(ctx, repo)
+	}
+	return DefaultSettings()
+}
+
+// reportRow is one item's report state.
+type reportRow struct {
+	repo        Repo
+	number      int
+	commentID   int64
+	body        string
+	writtenHash string
+	writtenAt   int64 // unix ms
+	findings    []gating.ReportFinding
+	refusals    []string
+	pending     bool
+	dueAt       int64
+	leaseOwner  string
+	leaseUntil  int64
+}
+
+// needed reports whether the item has, or must get, a report comment.
+func (w *reportRow) needed() bool {
+	return w.commentID != 0 || len(w.findings) > 0 || len(w.refusals) > 0
+}
+
+// reportWrite is a write to GitHub decided under the lease.
+type reportWrite struct {
+	repo      Repo
+	number    int
+	commentID int64 // 0: create
+	body      string
+	token     string
+}
+
+// Publish sets the item's open findings and brings its report comment in
+// line. With no comment yet and nothing to report it does nothing (an item
+// gets its comment at its first finding). Otherwise it renders the comment;
+// if that is what GitHub has, nothing is written. If the comment was
+// written less than ReportInterval ago the edit is stored as pending, due
+// ReportInterval after the last write (Flush writes it); else it is created
+// or edited now (a comment deleted on GitHub is created again). With
+// dry_run it renders and stores, and writes nothing. It returns a short
+// outcome (the Report* constants).
+func (r *Reports) Publish(ctx context.Context, repo Repo, number int, findings []gating.ReportFinding) (string, error) {
+	fs := normFindings(findings)
+	return r.update(ctx, repo, number, func(w *reportRow) { w.findings = fs }, func(w *reportRow) bool {
+		return slices.Equal(w.findings, fs)
+	})
+}
+
+// Refuse adds a refusal line (why a /backlog command was refused; the
+// newest ReportRefusals are kept) and republishes, coalesced like any edit:
+// the line reaches the report comment even when the item has no findings.
+func (r *Reports) Refuse(ctx context.Context, repo Repo, number int, line string) (string, error) {
+	line = strings.TrimSpace(line)
+	if line == "" {
+		return "", errors.New("report refusal: empty line")
+	}
+	return r.update(ctx, repo, number, func(w *reportRow) {
+		w.refusals = append(w.refusals, line)
+		if len(w.refusals) > ReportRefusals {
+			w.refusals = slices.Clone(w.refusals[len(w.refusals)-ReportRefusals:])
+		}
+	}, nil)
+}
+
+// Refresh republishes the stored findings (for `/backlog status`): the
+// comment is written again even when warden's record says GitHub has it
+// (so a comment edited or deleted by hand is restored), coalesced like any
+// edit. An item with nothing to report and no comment gets none.
+func (r *Reports) Refresh(ctx context.Context, repo Repo, number int) (string, error) {
+	return r.update(ctx, repo, number, func(w *reportRow) {
+		if w.commentID != 0 {
+			w.writtenHash = "" // unknown: write it again
+		}
+	}, nil)
+}
+
+// CommentID returns the id of the item's report comment (0: none), so the
+// comment trail recognises warden's own comment.
+func (r *Reports) CommentID(ctx context.Context, repoID int64, number int) (int64, error) {
+	var id int64
+	err := r.db.Read.QueryRowContext(ctx, `SELECT comment_id FROM report_comments WHERE repo_id = $1 AND number = $2`,
+		repoID, number).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("report comment id of %s: %w", gating.IDFor(number), err)
+	}
+	return id, nil
+}
+
+// Flush writes every pending edit that is due (a timer calls it every few
+// seconds) and returns how many it wrote to GitHub. An error on one item
+// does not stop the others: it is logged, the edit stays pending (retried
+// after reportRetry), and the errors are returned joined.
+func (r *Reports) Flush(ctx context.Context) (int, error) {
+	rows, err := r.db.Read.QueryContext(ctx, `SELECT repo_id, number, full_name, installation, default_branch
+		FROM report_comments WHERE pending = 1 AND due_at <= $1 ORDER BY due_at, repo_id, number LIMIT $2`,
+		r.now().UnixMilli(), reportFlushBatch)
+	if err != nil {
+		return 0, fmt.Errorf("flush reports: %w", err)
+	}
+	type due struct {
+		repo   Repo
+		number int
+	}
+	var dues []due
+	for rows.Next() {
+		var d due
+		if err := rows.Scan(&d.repo.ID, &d.number, &d.repo.FullName, &d.repo.Installation, &d.repo.DefaultBranch); err != nil {
+			rows.Close()
+			return 0, fmt.Errorf("flush reports: %w", err)
+		}
+		dues = append(dues, d)
+	}
+	if err := rows.Err(); err != nil {
+		rows.Close()
+		return 0, fmt.Errorf("flush reports: %w", err)
+	}
+	rows.Close()
+	written := 0
+	var errs []error
+	for _, d := range dues {
+		if err := ctx.Err(); err != nil {
+			errs = append(errs, err)
+			break
+		}
+		out, err := r.run(ctx, d.repo, d.number, nil, true)
+		if err != nil {
+			r.log.Warn("report flush failed", "repo", d.repo.FullName, "item", gating.IDFor(d.number), "err", err)
+			errs = append(errs, err)
+			continue
+		}
+		switch out {
+		case ReportCreated, ReportEdited, ReportRecreated:
+			written++
+		}
+	}
+	return written, errors.Join(errs...)
+}
+
+// update applies change to the item's row and republishes. same, when not
+// nil, reports whether change would leave the row as it is: then a read
+// alone can answer "nothing to do" without a write transaction.
+func (r *Reports) update(ctx context.Context, repo Repo, number int, change func(*reportRow), same func(*reportRow) bool) (string, error) {
+	if number <= 0 {
+		return "", fmt.Errorf("report comment: issue number %d", number)
+	}
+	if repo.ID == 0 || !strings.Contains(repo.FullName, "/") {
+		return "", fmt.Errorf("report comment of %s: repository %d %q is incomplete", gating.IDFor(number), repo.ID, repo.FullName)
+	}
+	if same != nil {
+		if out, ok, err := r.quick(ctx, repo, number, change, same); err != nil || ok {
+			return out, err
+		}
+	}
+	return r.run(ctx, repo, number, change, false)
+}
+
+// quick answers from a read when nothing would change: no comment and
+// nothing to report, or the same findings already on GitHub.
+func (r *Reports) quick(ctx context.Context, repo Repo, number int, change func(*reportRow), same func(*reportRow) bool) (string, bool, error) {
+	w, found, err := r.load(ctx, r.db.Read, repo.ID, number, false)
+	if err != nil {
+		return "", false, err
+	}
+	if !found {
+		w = &reportRow{repo: repo, number: number}
+		change(w)
+		if !w.needed() {
+			return ReportNotNeeded, true, nil
+		}
+		return "", false, nil
+	}
+	if !same(w) || w.pending || w.leaseOwner != "" || w.commentID == 0 || w.repo != repo {
+		return "", false, nil
+	}
+	if hashBody(r.render(w)) == w.writtenHash {
+		return ReportUnchanged, true, nil
+	}
+	return "", false, nil
+}
+
+func (r *Reports) render(w *reportRow) string {
+	return gating.RenderReportComment(gating.IDFor(w.number), w.findings, w.refusals, r.StatusHint)
+}
+
+// run decides under the row lock, writes to GitHub outside the transaction
+// when the decision is to write now, and records the result. change (may be
+// nil) edits the desired state first. flush: only a pending edit that is due
+// is written.
+func (r *Reports) run(ctx context.Context, repo Repo, number int, change func(*reportRow), flush bool) (string, error) {
+	settings := r.settings(ctx, repo) // before the transaction: it may read the database
+	var plan *reportWrite
+	out, err := r.writeTx(ctx, func(tx *sql.Tx) (string, error) {
+		now := r.now().UnixMilli()
+		w, found, err := r.load(ctx, tx, repo.ID, number, true)
+		if err != nil {
+			return "", err
+		}
+		if !found {
+			if flush {
+				return reportNotDue, nil
+			}
+			probe := &reportRow{repo: repo, number: number}
+			if change != nil {
+				change(probe)
+			}
+			if !probe.needed() {
+				return ReportNotNeeded, nil
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO report_comments (repo_id, number, full_name, installation, default_branch, updated_at)
+				VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (repo_id, number) DO NOTHING`,
+				repo.ID, number, repo.FullName, repo.Installation, repo.DefaultBranch, now); err != nil {
+				return "", fmt.Errorf("report comment of %s: insert: %w", gating.IDFor(number), err)
+			}
+			if w, found, err = r.load(ctx, tx, repo.ID, number, true); err != nil {
+				return "", err
+			} else if !found {
+				return "", fmt.Errorf("report comment of %s: row vanished", gating.IDFor(number))
+			}
+		}
+		if flush && (!w.pending || w.dueAt > now) {
+			return reportNotDue, nil
+		}
+		w.repo = repo
+		if change != nil {
+			change(w)
+		}
+		out, p := r.decide(w, now, settings.DryRun)
+		if err := r.save(ctx, tx, w, now); err != nil {
+			return "", err
+		}
+		plan = p
+		return out, nil
+	})
+	if err != nil || plan == nil {
+		return out, err
+	}
+	return r.write(ctx, plan)
+}
+
+// decide renders the desired body and says what to do: an outcome with no
+// write, or a write to make now (the lease is then taken on w).
+func (r *Reports) decide(w *reportRow, now int64, dryRun bool) (string, *reportWrite) {
+	if !w.needed() {
+		w.pending, w.body = false, ""
+		return ReportNotNeeded, nil
+	}
+	w.body = r.render(w)
+	switch {
+	case dryRun:
+		w.pending = false
+		return ReportDryRun, nil
+	case w.commentID != 0 && hashBody(w.body) == w.writtenHash:
+		w.pending = false
+		return ReportUnchanged, nil
+	case w.leaseOwner != "" && w.leaseUntil > now:
+		// Another writer is at it; it re-checks what is desired when it
+		// records its write (and sets when the edit is due). Should it never
+		// record, Flush takes over once its lease has lapsed.
+		w.pending, w.dueAt = true, max(w.leaseUntil, w.writtenAt+ReportInterval.Milliseconds())
+		return ReportBusy, nil
+	case w.writtenAt != 0 && now < w.writtenAt+ReportInterval.Milliseconds():
+		w.pending, w.dueAt = true, w.writtenAt+ReportInterval.Milliseconds()
+		return ReportCoalesced, nil
+	}
+	w.leaseOwner, w.leaseUntil = leaseToken(), now+reportLease.Milliseconds()
+	w.pending, w.dueAt = true, now // until the write is recorded
+	return "", &reportWrite{repo: w.repo, number: w.number, commentID: w.commentID, body: w.body, token: w.leaseOwner}
+}
+
+// write makes the decided write on GitHub and records it.
+func (r *Reports) write(ctx context.Context, p *reportWrite) (string, error) {
+	id, out, err := r.post(ctx, p)
+	if err != nil {
+		// post turns an edit's 404 into a create, so a 404 or 410 here is the
+		// create's: the issue is gone (deleted, transferred).
+		gone := isStatus(err, http.StatusNotFound) || isStatus(err, http.StatusGone)
+		if rerr := r.recordFailure(ctx, p, gone); rerr != nil {
+			return "", fmt.Errorf("report comment of %s in %s: %w", gating.IDFor(p.number), p.repo.FullName, errors.Join(err, rerr))
+		}
+		if gone {
+			r.log.Warn("report not written: the issue is gone", "repo", p.repo.FullName, "item", gating.IDFor(p.number), "err", err)
+			return ReportIssueGone, nil
+		}
+		return "", fmt.Errorf("report comment of %s in %s: %w", gating.IDFor(p.number), p.repo.FullName, err)
+	}
+	dup, err := r.record(ctx, p, id, out != ReportEdited)
+	if err != nil {
+		return "", err
+	}
+	if dup != 0 {
+		// Another writer created the item's comment while this one did (its
+		// lease lapsed): keep the first, delete this one.
+		if derr := r.deleteComment(ctx, p.repo, dup); derr != nil {
+			r.log.Warn("report: duplicate comment not deleted", "repo", p.repo.FullName, "item", gating.IDFor(p.number), "comment", dup, "err", derr)
+		}
+		return ReportBusy, nil
+	}
+	r.log.Info("report", "repo", p.repo.FullName, "item", gating.IDFor(p.number), "comment", id, "outcome", out)
+	return out, nil
+}
+
+// post creates or edits the comment; an edit of a comment that is gone
+// (404) creates a new one.
+func (r *Reports) post(ctx context.Context, p *reportWrite) (int64, string, error) {
+	client, err := r.gh.Installation(p.repo.Installation)
+	if err != nil {
+		return 0, "", fmt.Errorf("installation %d client: %w", p.repo.Installation, err)
+	}
+	owner, name, _ := strings.Cut(p.repo.FullName, "/")
+	body := p.body
+	out := ReportCreated
+	if p.commentID != 0 {
+		_, _, err := client.Issues.EditComment(ctx, owner, name, p.commentID, &github.IssueComment{Body: &body})
+		if err == nil {
+			return p.commentID, ReportEdited, nil
+		}
+		if !isStatus(err, http.StatusNotFound) {
+			return 0, "", fmt.Errorf("edit comment %d: %w", p.commentID, err)
+		}
+		out = ReportRecreated
+	}
+	c, _, err := client.Issues.CreateComment(ctx, owner, name, p.number, &github.IssueComment{Body: &body})
+	if err != nil {
+		return 0, "", fmt.Errorf("create comment on issue %d: %w", p.number, err)
+	}
+	if c.GetID() == 0 {
+		return 0, "", fmt.Errorf("create comment on issue %d: no comment id in the answer", p.number)
+	}
+	return c.GetID(), out, nil
+}
+
+func (r *Reports) deleteComment(ctx context.Context, repo Repo, id int64) error {
+	client, err := r.gh.Installation(repo.Installation)
+	if err != nil {
+		return fmt.Errorf("installation %d client: %w", repo.Installation, err)
+	}
+	owner, name, _ := strings.Cut(repo.FullName, "/")
+	if _, err := client.Issues.DeleteComment(ctx, owner, name, id); err != nil && !isStatus(err, http.StatusNotFound) {
+		return fmt.Errorf("delete comment %d: %w", id, err)
+	}
+	return nil
+}
+
+// record stores a successful write: the comment id, what was written and
+// when; the lease is released; an edit stays pending when the desired body
+// changed meanwhile. dup is a comment this write created (created) although
+// another writer's comment was recorded meanwhile (to delete).
+func (r *Reports) record(ctx context.Context, p *reportWrite, id int64, created bool) (dup int64, err error) {
+	_, err = r.writeTx(ctx, func(tx *sql.Tx) (string, error) {
+		now := r.now().UnixMilli()
+		w, found, err := r.load(ctx, tx, p.repo.ID, p.number, true)
+		if err != nil {
+			return "", err
+		}
+		if !found {
+			return "", fmt.Errorf("report comment of %s: row vanished during the write", gating.IDFor(p.number))
+		}
+		if created && w.commentID != p.commentID && w.commentID != 0 {
+			dup = id
+		} else {
+			w.commentID, w.writtenHash, w.writtenAt = id, hashBody(p.body), now
+		}
+		if w.leaseOwner == p.token {
+			w.leaseOwner, w.leaseUntil = "", 0
+		}
+		w.pending = w.body != "" && hashBody(w.body) != w.writtenHash
+		if w.pending {
+			w.dueAt = w.writtenAt + ReportInterval.Milliseconds()
+		}
+		return "", r.save(ctx, tx, w, now)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("report comment of %s: record comment %d: %w", gating.IDFor(p.number), id, err)
+	}
+	return dup, nil
+}
+
+// recordFailure releases the lease after a failed write. The edit stays
+// pending and is retried after reportRetry, unless the issue is gone: then
+// nothing is pending and no comment is recorded (the next Publish tries
+// again, with a new comment).
+func (r *Reports) recordFailure(ctx context.Context, p *reportWrite, gone bool) error {
+	_, err := r.writeTx(ctx, func(tx *sql.Tx) (string, error) {
+		now := r.now().UnixMilli()
+		w, found, err := r.load(ctx, tx, p.repo.ID, p.number, true)
+		if err != nil || !found {
+			return "", err
+		}
+		if w.leaseOwner == p.token {
+			w.leaseOwner, w.leaseUntil = "", 0
+		}
+		w.pending, w.dueAt = !gone, now+reportRetry.Milliseconds()
+		if gone && w.commentID == p.commentID {
+			w.commentID, w.writtenHash = 0, ""
+		}
+		return "", r.save(ctx, tx, w, now)
+	})
+	if err != nil {
+		return fmt.Errorf("record failed write: %w", err)
+	}
+	return nil
+}
+
+// writeTx runs fn in one write transaction and commits when it returns nil.
+func (r *Reports) writeTx(ctx context.Context, fn func(tx *sql.Tx) (string, error)) (string, error) {
+	tx, err := r.db.Write.BeginTx(ctx, nil)
+	if err != nil {
+		return "", fmt.Errorf("reports: begin: %w", err)
+	}
+	defer tx.Rollback()
+	out, err := fn(tx)
+	if err != nil {
+		return "", err
+	}
+	if err := tx.Commit(); err != nil {
+		return "", fmt.Errorf("reports: commit: %w", err)
+	}
+	return out, nil
+}
+
+// load reads an item's row; lock takes its row lock on PostgreSQL (on
+// SQLite the write transaction already excludes other writers).
+func (r *Reports) load(ctx context.Context, q querier, repoID int64, number int, lock bool) (*reportRow, bool, error) {
+	query := `SELECT full_name, installation, default_branch, comment_id, body, written_hash, written_at,
+		findings_json, refusals_json, pending, due_at, lease_owner, lease_until
+		FROM report_comments WHERE repo_id = $1 AND number = $2`
+	if lock && r.pg {
+		query += " FOR UPDATE"
+	}
+	w := &reportRow{number: number}
+	w.repo.ID = repoID
+	var fj, rj string
+	var pending int64
+	err := q.QueryRowContext(ctx, query, repoID, number).Scan(&w.repo.FullName, &w.repo.Installation, &w.repo.DefaultBranch,
+		&w.commentID, &w.body, &w.writtenHash, &w.writtenAt, &fj, &rj, &pending, &w.dueAt, &w.leaseOwner, &w.leaseUntil)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("report comment of %s: read: %w", gating.IDFor(number), err)
+	}
+	w.pending = pending != 0
+	if err := json.Unmarshal([]byte(fj), &w.findings); err != nil {
+		return nil, false, fmt.Errorf("report comment of %s: findings: %w", gating.IDFor(number), err)
+	}
+	if err := json.Unmarshal([]byte(rj), &w.refusals); err != nil {
+		return nil, false, fmt.Errorf("report comment of %s: refusals: %w", gating.IDFor(number), err)
+	}
+	return w, true, nil
+}
+
+// save writes the row back (it exists: run inserted it).
+func (r *Reports) save(ctx context.Context, tx *sql.Tx, w *reportRow, now int64) error {
+	fs, rs := w.findings, w.refusals
+	if fs == nil {
+		fs = []gating.ReportFinding{}
+	}
+	if rs == nil {
+		rs = []string{}
+	}
+	fj, err := json.Marshal(fs)
+	if err != nil {
+		return fmt.Errorf("report comment of %s: findings: %w", gating.IDFor(w.number), err)
+	}
+	rj, err := json.Marshal(rs)
+	if err != nil {
+		return fmt.Errorf("report comment of %s: refusals: %w", gating.IDFor(w.number), err)
+	}
+	pending := 0
+	if w.pending {
+		pending = 1
+	}
+	if _, err := tx.ExecContext(ctx, `UPDATE report_comments SET full_name = $3, installation = $4, default_branch = $5,
+		comment_id = $6, body = $7, written_hash = $8, written_at = $9, findings_json = $10, refusals_json = $11,
+		pending = $12, due_at = $13, lease_owner = $14, lease_until = $15, updated_at = $16
+		WHERE repo_id = $1 AND number = $2`,
+		w.repo.ID, w.number, w.repo.FullName, w.repo.Installation, w.repo.DefaultBranch,
+		w.commentID, w.body, w.writtenHash, w.writtenAt, string(fj), string(rj),
+		pending, w.dueAt, w.leaseOwner, w.leaseUntil, now); err != nil {
+		return fmt.Errorf("report comment of %s: write: %w", gating.IDFor(w.number), err)
+	}
+	return nil
+}
+
+// normFindings orders and de-duplicates findings as the comment lists them
+// (so that the same set compares equal however it was gathered).
+func normFindings(in []gating.ReportFinding) []gating.ReportFinding {
+	fs := slices.Clone(in)
+	slices.SortFunc(fs, func(a, b gating.ReportFinding) int {
+		if c := strings.Compare(a.Code, b.Code); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Detail, b.Detail)
+	})
+	fs = slices.Compact(fs)
+	if fs == nil {
+		fs = []gating.ReportFinding{}
+	}
+	return fs
+}
+
+func hashBody(body string) string {
+	sum := sha256.Sum256([]byte(body))
+	return hex.EncodeToString(sum[:])
+}
+
+func leaseToken() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// isStatus reports whether err is a GitHub answer with the given status.
+func isStatus(err error, code int) bool {
+	var er *github.ErrorResponse
+	return errors.As(err, &er) && er.Response != nil && er.Response.StatusCode == code
+}
