@@ -233,6 +233,9 @@ func (l *layer) roundTrip(inst int64, req *http.Request) (*http.Response, error)
 		resp, err := l.base.RoundTrip(out)
 		sent = true
 		l.count(inst, req.Method, resp, err)
+		if c, ok := req.Context().Value(callCounterKey{}).(*CallCounter); ok {
+			c.add(req.Method, resp, err)
+		}
 
 		if err != nil {
 			if ctx.Err() != nil || !idempotent || !replayable || serverTries >= l.retries {
@@ -607,4 +610,39 @@ func discard(resp *http.Response) {
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrain))
 	_ = resp.Body.Close()
+}
+
+// CallCounter counts the GitHub requests made under one context (one
+// delivery's handling, say), whatever installation they were for. Safe for
+// concurrent use.
+type CallCounter struct {
+	mu sync.Mutex
+	c  CallCounts
+}
+
+type callCounterKey struct{}
+
+// WithCallCounter returns a context whose GitHub requests are counted in c.
+func WithCallCounter(ctx context.Context, c *CallCounter) context.Context {
+	return context.WithValue(ctx, callCounterKey{}, c)
+}
+
+func (c *CallCounter) add(method string, resp *http.Response, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if isRead(method) {
+		c.c.Reads++
+	} else {
+		c.c.Writes++
+	}
+	if err == nil && resp != nil && resp.StatusCode == http.StatusNotModified {
+		c.c.NotModified++
+	}
+}
+
+// Counts returns the requests counted so far.
+func (c *CallCounter) Counts() CallCounts {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.c
 }
