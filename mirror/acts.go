@@ -23,11 +23,17 @@ CREATE TABLE admissions (
 	admitted_at BIGINT NOT NULL,
 	how TEXT NOT NULL,
 	PRIMARY KEY (repo_id, number)
-)`}}
+)`}, actsMigrationV2}
 
 // OpenActs migrates and returns the acts store.
 func OpenActs(ctx context.Context, d *db.DB) (*Acts, error) {
 	if err := d.Migrate(ctx, "acts", actsMigrations); err != nil {
+		return nil, err
+	}
+	if err := d.Migrate(ctx, "commands", commandMigrations); err != nil {
+		return nil, err
+	}
+	if err := d.Migrate(ctx, "backfills", backfillMigrations); err != nil {
 		return nil, err
 	}
 	return &Acts{db: d}, nil

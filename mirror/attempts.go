@@ -23,11 +23,17 @@ func grantEntries(grants []Grant) []gating.GrantEntry {
 // one definition (gating.EvaluateTrail over the grants): every
 // custody-changing grant that is not a maintenance claim. The snapshot
 // refines it from the comment trail (trailEval), floored by this one.
-// Epochs (a human unpark starts a new one) are not recorded yet, so this is
-// the lifetime count.
+// This is the lifetime count; EpochAttempts counts the current epoch's.
 func Attempts(grants []Grant) int {
 	_, lifetime := gating.GrantAttempts("", grantEntries(grants), time.Time{})
 	return lifetime
+}
+
+// EpochAttempts counts the grant log's attempts in the epoch that began at
+// epochStart (the last human unpark; zero: the item's whole life).
+func EpochAttempts(grants []Grant, epochStart time.Time) int {
+	epoch, _ := gating.GrantAttempts("", grantEntries(grants), epochStart)
+	return epoch
 }
 
 // CleanReclaims lists the clean re-claims in an item's grant log, oldest

@@ -156,6 +156,49 @@ func (l *Ledger) RecordPushEvidence(ctx context.Context, repoID int64, branch st
 	return out, nil
 }
 
+// RecordBranchPush logs a push to branch at time at by login for every
+// item that has ever had a grant on that branch (the trail reads it for
+// takeover collisions). The same push logged twice is one row. It returns
+// the items it logged for.
+func (l *Ledger) RecordBranchPush(ctx context.Context, repoID int64, branch string, at time.Time, login string) ([]int, error) {
+	if branch == "" {
+		return nil, nil
+	}
+	if at.IsZero() {
+		at = l.cfg.Now()
+	}
+	var nums []int
+	err := l.writeTx(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `SELECT DISTINCT number FROM ledger_grants WHERE repo_id = $1 AND branch = $2 ORDER BY number`, repoID, branch)
+		if err != nil {
+			return fmt.Errorf("grants on branch %s: %w", branch, err)
+		}
+		for rows.Next() {
+			var n int
+			if err := rows.Scan(&n); err != nil {
+				rows.Close()
+				return fmt.Errorf("grants on branch %s: %w", branch, err)
+			}
+			nums = append(nums, n)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return fmt.Errorf("grants on branch %s: %w", branch, err)
+		}
+		for _, n := range nums {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO ledger_pushes (repo_id, number, branch, at, login) VALUES ($1, $2, $3, $4, $5)
+				ON CONFLICT (repo_id, number, branch, at, login) DO NOTHING`, repoID, n, branch, at.UnixMilli(), login); err != nil {
+				return fmt.Errorf("log a push to %s for %s: %w", branch, gating.IDFor(n), err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return nums, nil
+}
+
 // evidenceOf reads the recorded evidence of one grant (unix ms and kind; 0
 // and "" when none).
 func evidenceOf(ctx context.Context, q querier, repoID int64, n int, fence int64) (int64, string, error) {

@@ -35,6 +35,13 @@ type Mirror struct {
 	Settings func(ctx context.Context, r Repo) RepoSettings
 	Log      *slog.Logger
 	Now      func() time.Time
+	// SettingsStore follows .github/backlog.yml (nil: Settings alone).
+	SettingsStore *SettingsStore
+	// Reports keeps the report comments (nil: none are written).
+	Reports ReportSink
+	// Bot returns warden's own bot login ("<slug>[bot]"), known before any
+	// delivery is processed; nil or "" when unknown.
+	Bot func() string
 }
 
 // Event is a delivery as the mirror's handlers see it.
@@ -152,6 +159,13 @@ func (m *Mirror) serve(ctx context.Context, inst int64, repos []repoRef) (string
 		if err := m.Ledger.PutRepo(ctx, r); err != nil {
 			return "", err
 		}
+		if m.SettingsStore != nil {
+			// The file on the default branch takes effect as it is: there is
+			// no push to judge. Its labels are the ones created below.
+			if _, err := m.SettingsStore.Load(ctx, r); err != nil {
+				return "", err
+			}
+		}
 		if err := m.ensureLabels(ctx, gh, r); err != nil {
 			return "", err
 		}
@@ -180,6 +194,13 @@ func (m *Mirror) unserve(ctx context.Context, inst int64, repos []repoRef) (stri
 	for _, rr := range repos {
 		if err := m.Ledger.RemoveRepo(ctx, rr.ID); err != nil && !errors.Is(err, ErrNotFound) {
 			return "", err
+		}
+		if m.SettingsStore != nil {
+			// Served again later, the file on its default branch is read
+			// afresh (a change made meanwhile is no agent's).
+			if err := m.SettingsStore.Forget(ctx, rr.ID); err != nil {
+				return "", err
+			}
 		}
 		m.Log.Info("no longer serving repository", "repo", rr.FullName, "installation", inst)
 	}
@@ -306,22 +327,54 @@ func (m *Mirror) HandleIssues(ctx context.Context, ev Event) (string, error) {
 	set := m.settings(ctx, repo)
 	makesItem := (ev.Action == "opened" || ev.Action == "reopened" || ev.Action == "transferred") && p.hasLabel(set.ItemLabel) ||
 		ev.Action == "labeled" && p.Label != nil && strings.EqualFold(p.Label.Name, set.ItemLabel)
-	if !makesItem {
-		if !applied {
-			return OutcomeIssueStateOlder, nil
-		}
-		return OutcomeIssueState, nil
-	}
 	id := gating.IDFor(p.Issue.Number)
-	if _, err := m.Ledger.Get(ctx, repo.ID, id); err == nil {
-		return "item exists", nil
-	} else if !errors.Is(err, ErrNotFound) {
+	it, err := m.Ledger.Get(ctx, repo.ID, id)
+	isItem := err == nil
+	if err != nil && !errors.Is(err, ErrNotFound) {
 		return "", err
 	}
-	if ev.FromSelf {
-		// warden's own API opened it and writes the item itself.
-		return OutcomeRecorded, nil
+	stateOutcome := OutcomeIssueState
+	if !applied {
+		stateOutcome = OutcomeIssueStateOlder
 	}
+	switch {
+	case ev.FromSelf && (isItem || makesItem):
+		// warden's own write (a label it added, an issue its API opened):
+		// bookkeeping only; the API writes its items itself.
+		return OutcomeRecorded, nil
+	case !isItem && !makesItem:
+		return stateOutcome, nil
+	case !isItem:
+		return m.makeItem(ctx, ev, repo, set, &p)
+	}
+	var outs []string
+	if (ev.Action == "labeled" || ev.Action == "unlabeled") && p.Label != nil {
+		out, err := m.issuesLabelAct(ctx, ev, repo, set, &p, &it)
+		if err != nil {
+			return "", err
+		}
+		outs = append(outs, out)
+	} else {
+		outs = append(outs, stateOutcome)
+	}
+	if ev.Action != "deleted" && ev.Action != "transferred" {
+		out, err := m.settleItem(ctx, repo, p.Issue.Number)
+		if err != nil {
+			return "", err
+		}
+		if out != "" {
+			outs = append(outs, out)
+		}
+	}
+	return strings.Join(outs, "; "), nil
+}
+
+// makeItem makes an item of an issue that was opened with, or gained, the
+// item label (CONTRACT.md §5): admitted at creation when a human with
+// triage or more made it, otherwise gated (the admission label added when
+// GitHub's payload lacks it, as when it silently dropped labels on create).
+func (m *Mirror) makeItem(ctx context.Context, ev Event, repo Repo, set RepoSettings, p *issuesPayload) (string, error) {
+	id := gating.IDFor(p.Issue.Number)
 	tags := []string{"backlog", "priority:" + set.DefaultPriority, "phase:" + set.DefaultPhase,
 		"homeRegion:" + m.Region, "baseBranch:" + repo.DefaultBranch}
 	in := NewItem{Number: p.Issue.Number, Title: p.Issue.Title, Author: p.Issue.User.Login,
@@ -330,8 +383,14 @@ func (m *Mirror) HandleIssues(ctx context.Context, ev Event) (string, error) {
 	if _, err := m.Ledger.Create(ctx, repo.ID, in, Actor{Role: gating.RoleWarden, Name: "warden"}, WriteOptions{}); err != nil && !errors.Is(err, ErrExists) {
 		return "", fmt.Errorf("make %s an item: %w", id, err)
 	}
-	human, why := m.isHumanTriagePlus(ctx, ev, repo, p.Sender.Login, p.Sender.Type)
-	if human {
+	if ev.Action != "opened" {
+		// An existing issue: its comments may already hold a trail.
+		if _, err := m.backfill(ctx, repo, set, p.Issue.Number); err != nil {
+			return "", err
+		}
+	}
+	who := m.judge(ctx, repo, p.Sender.Login, p.Sender.Type)
+	if who.Human {
 		err := m.Acts.RecordAdmission(ctx, repo.ID, p.Issue.Number, Admission{By: p.Sender.Login, At: m.now(), How: "made an item by a human with triage+"})
 		if err != nil {
 			return "", err
@@ -339,23 +398,22 @@ func (m *Mirror) HandleIssues(ctx context.Context, ev Event) (string, error) {
 		return fmt.Sprintf("item %s made by %s, admitted at creation", id, p.Sender.Login), nil
 	}
 	if p.hasLabel(set.AdmissionLabel) {
-		return fmt.Sprintf("item %s made by %s (%s), gated", id, p.Sender.Login, why), nil
+		return fmt.Sprintf("item %s made by %s (%s), gated", id, p.Sender.Login, who.Why), nil
 	}
 	gh, err := m.GitHub.Installation(repo.Installation)
 	if err != nil {
 		return "", err
 	}
-	owner, name, _ := strings.Cut(repo.FullName, "/")
-	if _, _, err := gh.Issues.AddLabelsToIssue(ctx, owner, name, p.Issue.Number, []string{set.AdmissionLabel}); err != nil {
-		return "", fmt.Errorf("gate %s: add %q: %w", id, set.AdmissionLabel, err)
+	if err := m.addLabel(ctx, gh, repo, set, p.Issue.Number, set.AdmissionLabel); err != nil {
+		return "", fmt.Errorf("gate %s: %w", id, err)
 	}
-	return fmt.Sprintf("item %s made by %s (%s), gated: added %s", id, p.Sender.Login, why, set.AdmissionLabel), nil
+	return fmt.Sprintf("item %s made by %s (%s), gated: added %s", id, p.Sender.Login, who.Why, set.AdmissionLabel), nil
 }
 
 // isHumanTriagePlus looks up the actor's role (cached; a failed lookup
 // leaves it unknown) and asks gating.HumanAct whether the act was a human's
 // with triage or more.
-func (m *Mirror) isHumanTriagePlus(ctx context.Context, ev Event, repo Repo, login, typ string) (bool, string) {
+func (m *Mirror) isHumanTriagePlus(ctx context.Context, repo Repo, login, typ string) (bool, string) {
 	a := gating.Actor{Login: login, Type: typ}
 	agents := append(append([]string(nil), m.Agents...), m.settings(ctx, repo).Agents...)
 	if typ == "User" && !gating.IsAgent(a, agents) {

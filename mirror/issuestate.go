@@ -126,3 +126,50 @@ func decodeLabels(s string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// NoteLabel brings the recorded labels of an issue up to what warden knows
+// better than the deliveries it has seen: a label it just added or removed
+// itself, or one a confirming read of the label events showed. at is when
+// that was true (GitHub's times have one-second resolution, so the end of
+// at's second is recorded: a payload from the same second or before does
+// not undo it; a later one does). An issue with no recorded state is left
+// alone (its first delivery records it).
+func (l *Ledger) NoteLabel(ctx context.Context, repoID int64, number int, label string, present bool, at time.Time) error {
+	return l.writeTx(ctx, func(tx *sql.Tx) error {
+		var labels string
+		var updated int64
+		err := tx.QueryRowContext(ctx, `SELECT labels, updated_at FROM issue_state WHERE repo_id = $1 AND number = $2`, repoID, number).Scan(&labels, &updated)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("note %q on #%d: %w", label, number, err)
+		}
+		ms := at.Truncate(time.Second).Add(time.Second - time.Millisecond).UnixMilli()
+		if ms < updated {
+			return nil
+		}
+		ls, err := decodeLabels(labels)
+		if err != nil {
+			return fmt.Errorf("note %q on #%d: %w", label, number, err)
+		}
+		out := ls[:0:0]
+		for _, x := range ls {
+			if !strings.EqualFold(x, label) {
+				out = append(out, x)
+			}
+		}
+		if present {
+			out = append(out, label)
+		}
+		b, err := json.Marshal(out)
+		if err != nil {
+			return fmt.Errorf("note %q on #%d: %w", label, number, err)
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE issue_state SET labels = $1, updated_at = $2, recorded_at = $3 WHERE repo_id = $4 AND number = $5`,
+			string(b), ms, l.nowMs(), repoID, number); err != nil {
+			return fmt.Errorf("note %q on #%d: %w", label, number, err)
+		}
+		return nil
+	})
+}

@@ -22,6 +22,9 @@ type pushPayload struct {
 		FullName string          `json:"full_name"`
 		PushedAt json.RawMessage `json:"pushed_at"`
 	} `json:"repository"`
+	Sender struct {
+		Login string `json:"login"`
+	} `json:"sender"`
 }
 
 // pushTime is when the push happened: GitHub's repository.pushed_at (its
@@ -73,16 +76,48 @@ func (m *Mirror) HandlePush(ctx context.Context, ev Event) (string, error) {
 	} else if err != nil {
 		return "", err
 	}
-	got, err := m.Ledger.RecordPushEvidence(ctx, repo.ID, branch, p.pushTime())
+	var outs []string
+	if m.SettingsStore != nil {
+		sp, err := SettingsPushFromPayload(ev.Payload)
+		if err != nil {
+			return "", err
+		}
+		out, err := m.SettingsStore.OnPush(ctx, repo, sp)
+		if err != nil {
+			return "", err
+		}
+		if out != "" {
+			outs = append(outs, out)
+		}
+	}
+	at := p.pushTime()
+	got, err := m.Ledger.RecordPushEvidence(ctx, repo.ID, branch, at)
 	if err != nil {
 		return "", err
 	}
 	if len(got) == 0 {
-		return "no claim on " + branch, nil
+		outs = append(outs, "no claim on "+branch)
+	} else {
+		parts := make([]string, len(got))
+		for i, g := range got {
+			parts[i] = fmt.Sprintf("%s (fence %d, %s)", g.Item, g.Fence, g.Owner)
+		}
+		outs = append(outs, "evidence of work for "+strings.Join(parts, ", "))
 	}
-	parts := make([]string, len(got))
-	for i, g := range got {
-		parts[i] = fmt.Sprintf("%s (fence %d, %s)", g.Item, g.Fence, g.Owner)
+	// Every item that ever had a claim on this branch logs the push: a push
+	// by a prior owner after a takeover is a collision (CONTRACT.md §6).
+	nums, err := m.Ledger.RecordBranchPush(ctx, repo.ID, branch, at, p.Sender.Login)
+	if err != nil {
+		return "", err
 	}
-	return "evidence of work for " + strings.Join(parts, ", "), nil
+	for _, n := range nums {
+		out, err := m.settleItem(ctx, repo, n)
+		if err != nil {
+			return "", err
+		}
+		if out != "" {
+			outs = append(outs, out)
+		}
+	}
+	return strings.Join(outs, "; "), nil
 }

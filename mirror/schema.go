@@ -82,4 +82,14 @@ var ledgerMigrations = []db.Migration{
 	// primary key over searching the narrower index and reading the rows.
 	{Version: 11, SQL: `CREATE INDEX ledger_links_by_target_covering ON ledger_links (repo_id, target, rel, number)`},
 	{Version: 12, SQL: `DROP INDEX ledger_links_by_target`},
+	// Pushes to the branch recorded for any grant of an item, superseded
+	// ones included: a push by a prior owner after a takeover is a
+	// collision (CONTRACT.md §6). One row per (item, branch, time, pusher).
+	{Version: 13, SQL: `CREATE TABLE ledger_pushes (
+	repo_id BIGINT NOT NULL,
+	number BIGINT NOT NULL,
+	branch TEXT NOT NULL,
+	at BIGINT NOT NULL,
+	login TEXT NOT NULL,
+	PRIMARY KEY (repo_id, number, branch, at, login))`},
 }

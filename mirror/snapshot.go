@@ -24,6 +24,9 @@ type RepoSnapshot struct {
 	// Grants is each item's grant log, oldest first (empty when never
 	// claimed).
 	Grants map[gating.ItemID][]Grant
+	// Trails is what each item's comment trail establishes (absent for an
+	// item with no comment, no grant and no fence).
+	Trails map[gating.ItemID]gating.TrailResult
 }
 
 // CleanReclaims lists every clean re-claim in the snapshot's grant logs
@@ -224,7 +227,8 @@ func eachChunk(ctx context.Context, q querier, repoID int64, nums []int, query, 
 // loadSnapshot reads the items numbered nums (nil: every item of the
 // repository) and what the ready set needs of them, through q.
 func (l *Ledger) loadSnapshot(ctx context.Context, q querier, repo Repo, set RepoSettings, nums []int) (*RepoSnapshot, error) {
-	rs := &RepoSnapshot{Repo: repo, Settings: set, Items: map[gating.ItemID]*Item{}, Grants: map[gating.ItemID][]Grant{}}
+	rs := &RepoSnapshot{Repo: repo, Settings: set, Items: map[gating.ItemID]*Item{}, Grants: map[gating.ItemID][]Grant{},
+		Trails: map[gating.ItemID]gating.TrailResult{}}
 	byNum := map[int]*Item{}
 	evidence := map[int]int64{}
 	err := eachChunk(ctx, q, repo.ID, nums, snapshotSelect+` WHERE i.repo_id = $1`, "i.number", func(rows *sql.Rows) error {
@@ -339,6 +343,57 @@ func (l *Ledger) loadSnapshot(ctx context.Context, q querier, repo Repo, set Rep
 	if err != nil {
 		return nil, fmt.Errorf("snapshot of %s: comment trail: %w", repo.FullName, err)
 	}
+	epochs := map[int]Epoch{}
+	err = eachChunk(ctx, q, repo.ID, nums, `SELECT number, epoch_start, resolved_at FROM item_epochs WHERE repo_id = $1`, "number", func(rows *sql.Rows) error {
+		var n int
+		var start, resolved int64
+		if err := rows.Scan(&n, &start, &resolved); err != nil {
+			return err
+		}
+		var e Epoch
+		if start > 0 {
+			e.Start = msTime(start)
+		}
+		if resolved > 0 {
+			e.ResolvedAt = msTime(resolved)
+		}
+		epochs[n] = e
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("snapshot of %s: epochs: %w", repo.FullName, err)
+	}
+	pushes := map[int][]gating.BranchPush{}
+	err = eachChunk(ctx, q, repo.ID, nums, `SELECT number, branch, at, login FROM ledger_pushes WHERE repo_id = $1`, "number", func(rows *sql.Rows) error {
+		var n int
+		var p gating.BranchPush
+		var at int64
+		if err := rows.Scan(&n, &p.Branch, &at, &p.Login); err != nil {
+			return err
+		}
+		p.At = msTime(at)
+		pushes[n] = append(pushes[n], p)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("snapshot of %s: branch pushes: %w", repo.FullName, err)
+	}
+	labelFindings := map[int][]gating.Defect{}
+	err = eachChunk(ctx, q, repo.ID, nums, `SELECT number, code, detail, count, actor FROM label_findings WHERE repo_id = $1 AND open = 1`, "number", func(rows *sql.Rows) error {
+		var n, count int
+		var code, detail, actor string
+		if err := rows.Scan(&n, &code, &detail, &count, &actor); err != nil {
+			return err
+		}
+		if count > 1 {
+			detail = fmt.Sprintf("%s (%d times; last by %s)", detail, count, actor)
+		}
+		labelFindings[n] = append(labelFindings[n], gating.Defect{Code: code, Item: gating.IDFor(n), Detail: detail})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("snapshot of %s: label findings: %w", repo.FullName, err)
+	}
 	now := l.cfg.Now().UTC()
 
 	order := make([]int, 0, len(byNum))
@@ -366,20 +421,22 @@ func (l *Ledger) loadSnapshot(ctx context.Context, q querier, repo Repo, set Rep
 			Claim:             claimView(it, evidence[n]),
 			AdmissionLabel:    label || !known,
 			AdmissionRecorded: admitted[n],
-			Attempts:          Attempts(gs),
+			Attempts:          EpochAttempts(gs, epochs[n].Start),
 		}
 		// The comment trail, read against the grant log (CONTRACT.md §6):
 		// attempts counted from the trail and floored by the grant log,
 		// takeover collisions, and the trail's findings. An item with no
 		// comment, no grant and no fence has nothing to read.
 		if len(trails[n]) > 0 || len(gs) > 0 || it.Fence.Token > 0 {
-			tr := trailEval(it, trails[n], gs, now)
+			tr := trailEval(it, trails[n], gs, now, trailExtra{Epoch: epochs[n], Pushes: pushes[n]})
+			rs.Trails[it.ID] = tr
 			cand.Attempts = max(cand.Attempts, tr.Attempts)
 			cand.CollisionHold = tr.CollisionHold
 			for _, f := range tr.Findings {
 				cand.Findings = append(cand.Findings, f.Defect())
 			}
 		}
+		cand.Findings = append(cand.Findings, labelFindings[n]...)
 		cands = append(cands, cand)
 	}
 	rs.Snapshot = gating.Snapshot{Items: cands, Now: now, Region: l.cfg.Region, DefaultBranch: repo.DefaultBranch,

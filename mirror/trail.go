@@ -214,14 +214,23 @@ func sortTrail(rs []TrailRecord) {
 
 // trailEval evaluates one item's trail against its grant log (the snapshot's
 // view of the item).
-func trailEval(it *Item, trail []TrailRecord, grants []Grant, now time.Time) gating.TrailResult {
+func trailEval(it *Item, trail []TrailRecord, grants []Grant, now time.Time, x trailExtra) gating.TrailResult {
 	sortTrail(trail)
 	cs := make([]gating.TrailComment, len(trail))
 	for i, r := range trail {
 		cs[i] = r.TrailComment()
 	}
 	return gating.EvaluateTrail(gating.TrailInput{Item: it.ID, Comments: cs, Grants: grantEntries(grants),
-		Fence: it.Fence.Token, Tags: slices.Clone(it.Tags), Now: now})
+		Fence: it.Fence.Token, Tags: slices.Clone(it.Tags), Now: now, EpochStart: x.Epoch.Start,
+		CollisionResolvedAt: x.Epoch.ResolvedAt, Pushes: x.Pushes})
+}
+
+// trailExtra is what the trail reads beside the comments and the grant log:
+// the item's epoch (last human unpark, last /backlog resolve) and the
+// pushes to its grants' branches.
+type trailExtra struct {
+	Epoch  Epoch
+	Pushes []gating.BranchPush
 }
 
 type issueCommentPayload struct {
@@ -346,6 +355,23 @@ func (m *Mirror) HandleIssueComment(ctx context.Context, ev Event) (string, erro
 			}
 		}
 	}
+	if ev.FromSelf {
+		return outcome, nil
+	}
+	cmdOut, err := m.handleCommand(ctx, ev, repo, &p, &item)
+	if err != nil {
+		return "", err
+	}
+	if cmdOut != "" {
+		outcome += "; " + cmdOut
+	}
+	settled, err := m.settleItem(ctx, repo, n)
+	if err != nil {
+		return "", err
+	}
+	if settled != "" {
+		outcome += "; " + settled
+	}
 	return outcome, nil
 }
 
@@ -353,10 +379,22 @@ func (m *Mirror) HandleIssueComment(ctx context.Context, ev Event) (string, erro
 // comment), an agent (Bot or configured), else write access, looked up only
 // for a backlog-worker marker (fail closed).
 func (m *Mirror) trust(ctx context.Context, ev Event, repo Repo, p *issueCommentPayload, r *TrailRecord) {
-	r.IsWarden = ev.FromSelf && strings.EqualFold(p.Sender.Login, r.Author)
+	m.trustAuthor(ctx, repo, r, ev.FromSelf && strings.EqualFold(p.Sender.Login, r.Author))
+}
+
+// trustAuthor fills a comment's author trust (see trust); isWarden says the
+// author is warden's own bot.
+func (m *Mirror) trustAuthor(ctx context.Context, repo Repo, r *TrailRecord, isWarden bool) {
+	r.IsWarden = isWarden
 	agents := append(append([]string(nil), m.Agents...), m.settings(ctx, repo).Agents...)
 	r.IsAgent = gating.IsAgent(gating.Actor{Login: r.Author, Type: r.AuthorType}, agents)
 	if r.IsAgent || r.IsWarden {
+		return
+	}
+	if rec, err := m.Acts.IsRecorded(ctx, repo.ID, r.Author, AgentRecorded); err != nil {
+		m.Log.Warn("recorded-agent lookup failed", "login", r.Author, "err", err)
+	} else if rec {
+		r.IsAgent = true
 		return
 	}
 	if !strings.HasPrefix(r.EarliestBody, workerMarkerStart) && !strings.HasPrefix(r.CurrentBody, workerMarkerStart) {

@@ -43,7 +43,11 @@ func newTrailMirror(t *testing.T, e *env, roles map[string]string) *Mirror {
 		fmt.Fprintf(w, `{"permission":%q,"role_name":%q}`, role, role)
 	}))
 	t.Cleanup(srv.Close)
-	return &Mirror{Ledger: e.l, GitHub: roleClients{srv.URL}, Perms: NewPermissions(), Agents: []string{"pm-agent"},
+	acts, err := OpenActs(e.ctx, e.l.db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Mirror{Ledger: e.l, Acts: acts, GitHub: roleClients{srv.URL}, Perms: NewPermissions(), Agents: []string{"pm-agent"},
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: e.clock.Now}
 }
 

@@ -45,6 +45,10 @@ type Options struct {
 	Log io.Writer
 	// Settings adjusts warden's settings before it starts.
 	Settings func(*config.Settings)
+	// Now is the clock of warden and the simulator (nil: time.Now). A test that must cross a
+	// minute (coalesced report edits, command rate limits) passes a Clock's
+	// Now and moves it.
+	Now func() time.Time
 }
 
 // Env is a running warden wired to a running simulator.
@@ -80,7 +84,7 @@ func Start(ctx context.Context, o Options) (*Env, error) {
 		}
 		e.dir, e.ownDir = d, true
 	}
-	sim, err := ghsim.New(ghsim.Options{})
+	sim, err := ghsim.New(ghsim.Options{Now: o.Now})
 	if err != nil {
 		e.cleanupDir()
 		return nil, err
@@ -104,7 +108,9 @@ func Start(ctx context.Context, o Options) (*Env, error) {
 	}
 	svc, err := service.Build(ctx, s, service.NewLogger(o.Log, s.LogLevel), service.Options{
 		Dispatch:        webhooks.DispatchOptions{Workers: 4, BackoffBase: 20 * time.Millisecond, BackoffMax: 200 * time.Millisecond, MaxAttempts: 4, Poll: 10 * time.Millisecond, Grace: 5 * time.Second},
-		GitHubRetryBase: 5 * time.Millisecond, GitHubMaxWait: 2 * time.Second,
+		GitHubRetryBase: 5 * time.Millisecond, GitHubMaxWait: 2 * time.Second, Now: o.Now,
+		// The timer pass runs when a test says (Sweep), not on a ticker.
+		SweepInterval: time.Hour,
 	})
 	if err != nil {
 		e.GitHub.Close()
@@ -255,4 +261,23 @@ func (e *Env) Redeliver(ctx context.Context, deliveryID int64) error {
 		return nil
 	}
 	return err
+}
+
+// Sweep runs warden's timer pass once, as its ticker would (parking poison
+// items whose claims ended, report edits that came due), then settles.
+func (e *Env) Sweep(ctx context.Context) error {
+	if _, err := e.Service.Mirror.Sweep(ctx); err != nil {
+		return err
+	}
+	return e.Settle(ctx)
+}
+
+// MustSweep is Sweep for tests, with a 20 s limit.
+func (e *Env) MustSweep(t TB) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := e.Sweep(ctx); err != nil {
+		t.Fatalf("sweep: %v", err)
+	}
 }

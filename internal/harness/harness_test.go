@@ -117,7 +117,9 @@ func TestHarnessPeopleAndAgentsOnGitHub(t *testing.T) {
 	}
 	want := []string{
 		"issues.opened/alice/item issue-1 made by alice, admitted at creation", "issues.labeled/alice/item exists",
-		"issues.labeled/alice/issue state recorded", "issue_comment.created/worker-7[bot]/comment # on issue-1 created", "issues.unlabeled/alice/issue state recorded",
+		"issues.labeled/alice/issue-1: needs-specification added (not admitted until a human removes it)",
+		"issue_comment.created/worker-7[bot]/comment # on issue-1 created",
+		"issues.unlabeled/alice/issue-1 admitted by alice (removed needs-specification)",
 		"issue_comment.created/" + e.Sim.BotLogin() + "/self: comment # on issue-1 created",
 	}
 	for _, w := range want {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
+	"github.com/google/go-github/v66/github"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -48,6 +49,8 @@ type Service struct {
 	// Admin serves the status page and /metrics.
 	Public http.Handler
 	Admin  http.Handler
+
+	sweepEvery time.Duration
 }
 
 // Options adjust a build for the demo and tests.
@@ -56,6 +59,16 @@ type Options struct {
 	Transport http.RoundTripper
 	// Dispatch tunes the dispatcher (workers, retries, backoff).
 	Dispatch webhooks.DispatchOptions
+	// DeliveryCalls, if set, receives the GitHub requests each handling of
+	// a delivery made (the bench's calls-per-delivery figure); the
+	// warden_github_calls_per_delivery histogram counts them always.
+	DeliveryCalls CallsObserver
+	// SweepInterval is how often the timer pass runs (parking poison items
+	// whose claims ended, report edits that came due); 0 = 15 s.
+	SweepInterval time.Duration
+	// Now is warden's clock for the ledger and the mirror (leases,
+	// epochs, coalescing, command rate limits); nil = time.Now. Tests move it.
+	Now func() time.Time
 	// GitHubRetryBase, GitHubMaxWait tune the access layer (0 = defaults).
 	GitHubRetryBase time.Duration
 	GitHubMaxWait   time.Duration
@@ -68,7 +81,10 @@ func Build(ctx context.Context, s *config.Settings, log *slog.Logger, o Options)
 	if err != nil {
 		return nil, &config.Error{Msg: fmt.Sprintf("WARDEN_DATABASE: %v", err)}
 	}
-	svc := &Service{Settings: s, Log: log, DB: d, Registry: prometheus.NewRegistry()}
+	svc := &Service{Settings: s, Log: log, DB: d, Registry: prometheus.NewRegistry(), sweepEvery: o.SweepInterval}
+	if svc.sweepEvery <= 0 {
+		svc.sweepEvery = 15 * time.Second
+	}
 	svc.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if svc.Inbox, err = webhooks.OpenInbox(ctx, d); err != nil {
 		d.Close()
@@ -84,12 +100,18 @@ func Build(ctx context.Context, s *config.Settings, log *slog.Logger, o Options)
 		return nil, &config.Error{Msg: fmt.Sprintf("GitHub App: %v", err)}
 	}
 	svc.Metrics = webhooks.NewMetrics(svc.Registry)
-	// Per-repository settings (.github/backlog.yml) are read by a later
-	// issue; until then the mirror and the ledger (its ready set: the
-	// admission label, the poison threshold) share the contract's defaults.
-	var repoSettings func(context.Context, mirror.Repo) mirror.RepoSettings
+	// Per-repository settings (.github/backlog.yml): read when a repository
+	// is first served, followed on pushes; the mirror, the ledger (its
+	// ready set: the admission label, the poison threshold) and the report
+	// comments share them.
+	settingsStore, err := mirror.OpenSettingsStore(ctx, d, svc.App, s.Agents, log.With("component", "settings"))
+	if err != nil {
+		svc.Close()
+		return nil, fmt.Errorf("open the settings store: %w", err)
+	}
+	repoSettings := settingsStore.Get
 	if svc.Ledger, err = mirror.OpenLedger(ctx, d, mirror.Config{Region: s.Region, LeaseDefault: s.LeaseDefault,
-		LeaseMax: s.LeaseMax, Quarantine: s.Quarantine, Settings: repoSettings}); err != nil {
+		LeaseMax: s.LeaseMax, Quarantine: s.Quarantine, Settings: repoSettings, Now: o.Now}); err != nil {
 		svc.Close()
 		return nil, fmt.Errorf("open the ledger: %w", err)
 	}
@@ -98,8 +120,31 @@ func Build(ctx context.Context, s *config.Settings, log *slog.Logger, o Options)
 		return nil, fmt.Errorf("open the acts record: %w", err)
 	}
 	svc.Mirror = &mirror.Mirror{Ledger: svc.Ledger, Acts: svc.Acts, GitHub: svc.App, Perms: mirror.NewPermissions(),
-		Region: s.Region, Agents: s.Agents, Settings: repoSettings, Log: log.With("component", "mirror")}
-	svc.Router = NewRouter(svc.Mirror)
+		Region: s.Region, Agents: s.Agents, Settings: repoSettings, Log: log.With("component", "mirror"), Now: o.Now,
+		Bot: func() string {
+			id, err := svc.App.Identity(ctx)
+			if err != nil {
+				return ""
+			}
+			return id.BotLogin
+		}}
+	reports, err := mirror.OpenReports(ctx, d, svc.App, log)
+	if err != nil {
+		svc.Close()
+		return nil, fmt.Errorf("open the report comments: %w", err)
+	}
+	reports.Now, reports.Settings = o.Now, repoSettings
+	settingsStore.IsRecordedAgent = func(repoID int64, login string) bool {
+		rec, err := svc.Acts.IsRecorded(context.WithoutCancel(ctx), repoID, login, mirror.AgentRecorded)
+		if err != nil {
+			log.Warn("recorded-agent lookup failed; the pusher counts as an agent (fail closed)", "login", login, "err", err)
+			return true
+		}
+		return rec
+	}
+	reports.StatusHint = "warden's status page (the operators' listener, GET /)"
+	svc.Mirror.Reports, svc.Mirror.SettingsStore = reports, settingsStore
+	svc.Router = NewRouter(svc.Mirror, svc.observeCalls(o.DeliveryCalls))
 	opts := o.Dispatch
 	opts.Identity = func(ctx context.Context) (string, error) {
 		id, err := svc.App.Identity(ctx)
@@ -201,6 +246,11 @@ func (svc *Service) Serve(ctx context.Context, publicAddr, adminAddr string, rea
 			svc.Log.Error("dispatcher stopped", "err", err)
 		}
 	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		svc.sweep(dctx)
+	}()
 	var serveErr error
 	select {
 	case <-ctx.Done():
@@ -215,6 +265,40 @@ func (svc *Service) Serve(ctx context.Context, publicAddr, adminAddr string, rea
 	wg.Wait()
 	svc.Log.Info("stopped")
 	return serveErr
+}
+
+// observeCalls records each delivery's GitHub requests in the
+// calls-per-delivery histogram, then passes them to also (if set).
+func (svc *Service) observeCalls(also CallsObserver) CallsObserver {
+	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "warden_github_calls_per_delivery",
+		Help:    "GitHub requests made while handling one delivery, by event and kind (read, write).",
+		Buckets: []float64{0, 1, 2, 3, 5, 8, 13, 21, 50},
+	}, []string{"event", "kind"})
+	svc.Registry.MustRegister(h)
+	return func(d *webhooks.Delivery, c app.CallCounts) {
+		h.WithLabelValues(d.Event, "read").Observe(float64(c.Reads))
+		h.WithLabelValues(d.Event, "write").Observe(float64(c.Writes))
+		if also != nil {
+			also(d, c)
+		}
+	}
+}
+
+// sweep runs the mirror's timer pass every sweepEvery until ctx ends.
+func (svc *Service) sweep(ctx context.Context) {
+	t := time.NewTicker(svc.sweepEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if n, err := svc.Mirror.Sweep(ctx); err != nil && ctx.Err() == nil {
+			svc.Log.Warn("sweep", "acted", n, "err", err)
+		}
+	}
 }
 
 func ignoreClosed(err error) error {
@@ -243,5 +327,18 @@ func Migrate(ctx context.Context, d *db.DB, s *config.Settings) error {
 		LeaseMax: s.LeaseMax, Quarantine: s.Quarantine}); err != nil {
 		return fmt.Errorf("migrate the ledger (and the mirror's records): %w", err)
 	}
+	if _, err := mirror.OpenSettingsStore(ctx, d, nil, nil, nil); err != nil {
+		return fmt.Errorf("migrate the settings store: %w", err)
+	}
+	if _, err := mirror.OpenReports(ctx, d, noClients{}, nil); err != nil {
+		return fmt.Errorf("migrate the report comments: %w", err)
+	}
 	return nil
+}
+
+// noClients is the GitHub side of a store opened only to migrate it.
+type noClients struct{}
+
+func (noClients) Installation(int64) (*github.Client, error) {
+	return nil, errors.New("no GitHub client: migrating only")
 }

@@ -3,6 +3,8 @@ package service
 import (
 	"context"
 
+	"github.com/wardenhq/warden/app"
+
 	"github.com/wardenhq/warden/mirror"
 	"github.com/wardenhq/warden/webhooks"
 )
@@ -14,9 +16,15 @@ var SubscribedEvents = []string{
 	"installation", "installation_repositories", "label", "sub_issues",
 }
 
-// mirrorHandler adapts a mirror handler to the dispatcher.
-func mirrorHandler(f func(context.Context, mirror.Event) (string, error)) webhooks.Handler {
+// mirrorHandler adapts a mirror handler to the dispatcher, counting the
+// GitHub requests each delivery's handling makes (calls).
+func mirrorHandler(f func(context.Context, mirror.Event) (string, error), calls CallsObserver) webhooks.Handler {
 	return webhooks.HandlerFunc(func(ctx context.Context, d *webhooks.Delivery) (webhooks.Result, error) {
+		var counter app.CallCounter
+		if calls != nil {
+			ctx = app.WithCallCounter(ctx, &counter)
+			defer func() { calls(d, counter.Counts()) }()
+		}
 		outcome, err := f(ctx, mirror.Event{Name: d.Event, Action: d.Meta.Action, DeliveryID: d.ID,
 			Installation: d.Meta.Installation, Payload: d.Payload, FromSelf: d.FromSelf})
 		if err != nil {
@@ -29,17 +37,17 @@ func mirrorHandler(f func(context.Context, mirror.Event) (string, error)) webhoo
 // NewRouter wires an event handler for each subscribed event. Events whose
 // features are not built yet are recorded ("observed") and acted on by
 // nothing.
-func NewRouter(m *mirror.Mirror) *webhooks.Router {
+func NewRouter(m *mirror.Mirror, calls CallsObserver) *webhooks.Router {
 	r := webhooks.NewRouter()
 	observe := webhooks.HandlerFunc(func(context.Context, *webhooks.Delivery) (webhooks.Result, error) {
 		return webhooks.Result{Outcome: "observed"}, nil
 	})
 	wired := map[string]webhooks.Handler{
-		"installation":              mirrorHandler(m.HandleInstallation),
-		"installation_repositories": mirrorHandler(m.HandleInstallationRepositories),
-		"issues":                    mirrorHandler(m.HandleIssues),
-		"issue_comment":             mirrorHandler(m.HandleIssueComment),
-		"push":                      mirrorHandler(m.HandlePush),
+		"installation":              mirrorHandler(m.HandleInstallation, calls),
+		"installation_repositories": mirrorHandler(m.HandleInstallationRepositories, calls),
+		"issues":                    mirrorHandler(m.HandleIssues, calls),
+		"issue_comment":             mirrorHandler(m.HandleIssueComment, calls),
+		"push":                      mirrorHandler(m.HandlePush, calls),
 	}
 	for _, e := range SubscribedEvents {
 		if h, ok := wired[e]; ok {
@@ -53,3 +61,7 @@ func NewRouter(m *mirror.Mirror) *webhooks.Router {
 	}
 	return r
 }
+
+// CallsObserver receives the GitHub requests one handling of a delivery made
+// (every try is observed, a failed one too).
+type CallsObserver func(d *webhooks.Delivery, calls app.CallCounts)

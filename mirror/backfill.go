@@ -1,0 +1,141 @@
+package mirror
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/go-github/v66/github"
+
+	"github.com/wardenhq/warden/gating"
+	"github.com/wardenhq/warden/internal/db"
+)
+
+// item_backfills: the items whose history warden has read from GitHub once
+// (comments and label events), so it is read once.
+var backfillMigrations = []db.Migration{{Version: 1, SQL: `CREATE TABLE item_backfills (
+	repo_id BIGINT NOT NULL,
+	number BIGINT NOT NULL,
+	at BIGINT NOT NULL,
+	comments BIGINT NOT NULL,
+	PRIMARY KEY (repo_id, number))`}}
+
+func (a *Acts) backfilled(ctx context.Context, repoID int64, number int) (bool, error) {
+	var n int
+	if err := a.db.Read.QueryRowContext(ctx, `SELECT COUNT(*) FROM item_backfills WHERE repo_id = $1 AND number = $2`, repoID, number).Scan(&n); err != nil {
+		return false, fmt.Errorf("is #%d backfilled: %w", number, err)
+	}
+	return n > 0, nil
+}
+
+func (a *Acts) markBackfilled(ctx context.Context, repoID int64, number, comments int, at time.Time) error {
+	_, err := a.db.Write.ExecContext(ctx, `INSERT INTO item_backfills (repo_id, number, at, comments) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (repo_id, number) DO NOTHING`, repoID, number, at.UnixMilli(), comments)
+	if err != nil {
+		return fmt.Errorf("record the backfill of #%d: %w", number, err)
+	}
+	return nil
+}
+
+// maxBackfillPages bounds the comments read for one issue (100 a page).
+const maxBackfillPages = 50
+
+// backfill reads the history of an item whose history warden has no record
+// of (an existing issue that gains the item label; an item whose admission
+// act is missing) once, paged: every comment into the trail, as if it had
+// been delivered (a comment already edited is held to the text first
+// seen). It reports what it did; an item already read is not read again.
+func (m *Mirror) backfill(ctx context.Context, repo Repo, set RepoSettings, n int) (string, error) {
+	done, err := m.Acts.backfilled(ctx, repo.ID, n)
+	if err != nil || done {
+		return "", err
+	}
+	gh, err := m.GitHub.Installation(repo.Installation)
+	if err != nil {
+		return "", err
+	}
+	owner, name, _ := strings.Cut(repo.FullName, "/")
+	opt := &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: 100}}
+	count := 0
+	for page := 0; page < maxBackfillPages; page++ {
+		cs, resp, err := gh.Issues.ListComments(ctx, owner, name, n, opt)
+		if err != nil {
+			return "", fmt.Errorf("read the comments of %s#%d: %w", repo.FullName, n, err)
+		}
+		for _, c := range cs {
+			created, updated := c.GetCreatedAt().UTC(), c.GetUpdatedAt().UTC()
+			if updated.Before(created) {
+				updated = created
+			}
+			r := TrailRecord{CommentID: c.GetID(), Author: c.GetUser().GetLogin(), AuthorType: c.GetUser().GetType(),
+				CreatedAt: created, CurrentBody: c.GetBody(), CurrentAt: updated, EarliestBody: c.GetBody(), EarliestAt: created}
+			if updated.After(created) {
+				r.EarliestAt, r.Edited = updated, true
+			}
+			m.trustAuthor(ctx, repo, &r, strings.EqualFold(r.Author, m.botLogin()) && r.Author != "")
+			if _, err := m.Ledger.RecordTrailComment(ctx, repo.ID, n, r); err != nil {
+				return "", err
+			}
+			count++
+		}
+		if resp.NextPage == 0 {
+			break
+		}
+		opt.Page = resp.NextPage
+	}
+	out := fmt.Sprintf("history of %s read: %d comments", gating.IDFor(n), count)
+	if err := m.Acts.markBackfilled(ctx, repo.ID, n, count, m.now()); err != nil {
+		return "", err
+	}
+	return out, nil
+}
+
+// repairAdmission settles admission-unrecorded (the admission label is off
+// the issue and no admission act is on record) by reading the issue's label
+// events once: a human with triage+ who removed it admitted the item (the
+// act is recorded); anything else puts the label back (fail closed: it only
+// narrows).
+func (m *Mirror) repairAdmission(ctx context.Context, repo Repo, set RepoSettings, n int) (string, error) {
+	if set.DryRun {
+		return "", nil
+	}
+	gh, err := m.GitHub.Installation(repo.Installation)
+	if err != nil {
+		return "", err
+	}
+	out := ""
+	adm, err := m.Acts.Admission(ctx, repo.ID, n)
+	if err != nil {
+		return "", err
+	}
+	st, err := m.Ledger.IssueState(ctx, repo.ID, n)
+	if err != nil {
+		return "", err
+	}
+	if adm == nil && st != nil && !st.HasLabel(set.AdmissionLabel) {
+		act, err := m.lastLabelAct(ctx, gh, repo, n, set.AdmissionLabel)
+		if err != nil {
+			return "", err
+		}
+		if act.Known && act.Present {
+			return "", nil // on the issue after all (noted); a delivery was behind
+		}
+		who := person{}
+		if act.Known && act.Action == "unlabeled" {
+			who = m.judge(ctx, repo, act.Actor, act.ActorType)
+		}
+		if who.Human {
+			if err := m.admit(ctx, repo, n, who.Login, act.At, "label events: removed "+set.AdmissionLabel); err != nil {
+				return "", err
+			}
+			out += fmt.Sprintf("admission by %s recorded from the label events", who.Login)
+		} else {
+			if err := m.addLabel(ctx, gh, repo, set, n, set.AdmissionLabel); err != nil {
+				return "", err
+			}
+			out += fmt.Sprintf("no human admission on record: %s added", set.AdmissionLabel)
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,297 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/go-github/v66/github"
+
+	"github.com/wardenhq/warden/gating"
+)
+
+// maintenanceLease is the lease of warden's own maintenance claims: long
+// enough for one tag write, short enough that a crash frees the item soon.
+const maintenanceLease = 60.0
+
+// PoisonQuestion is the question warden's own park asks its ruling owner.
+const PoisonQuestion = "This item reached its poison threshold: agents kept taking it and none finished it. " +
+	"What has to change before another attempt: the specification, a split into smaller items, a blocker to add, or dropping it?"
+
+// errMaintenanceRefused is a maintenance claim the ledger did not grant
+// (the item is held): the delivery is retried.
+var errMaintenanceRefused = errors.New("maintenance claim not granted")
+
+// maintain runs fn under a maintenance claim on the item (advancing the
+// fence, so a vanished holder's later writes are refused) and releases it
+// whatever fn returns.
+func (m *Mirror) maintain(ctx context.Context, repo Repo, id gating.ItemID, actor Actor, fn func(token int64) error) error {
+	lease := maintenanceLease
+	res, err := m.Ledger.Claim(ctx, repo.ID, id, ClaimRequest{Owner: "warden/maintenance", LeaseSeconds: &lease, Purpose: "maintenance"}, actor)
+	if err != nil {
+		return fmt.Errorf("maintenance claim on %s: %w", id, err)
+	}
+	if !res.Granted || res.FencingToken == nil {
+		reason := "refused"
+		if res.Reason != nil {
+			reason = *res.Reason
+		}
+		return fmt.Errorf("%w on %s: %s", errMaintenanceRefused, id, reason)
+	}
+	token := *res.FencingToken
+	ferr := fn(token)
+	if _, err := m.Ledger.Release(ctx, repo.ID, id, token, actor); err != nil {
+		return errors.Join(ferr, fmt.Errorf("release the maintenance claim on %s: %w", id, err))
+	}
+	return ferr
+}
+
+// routeTags are the item's ruling-owner:* and ruling-topic:* tags.
+func routeTags(it *Item) []string {
+	var out []string
+	for _, t := range it.Tags {
+		if strings.HasPrefix(t, "ruling-owner:") || strings.HasPrefix(t, "ruling-topic:") {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// unpark is a human's unpark (label removal or /backlog unpark): it removes
+// state:parked and the route, starts a new attempt epoch and closes the park
+// findings. labelGone says the parked label is already off the issue.
+func (m *Mirror) unpark(ctx context.Context, repo Repo, n int, by string, at time.Time, how string) (string, error) {
+	id := gating.IDFor(n)
+	it, err := m.Ledger.Get(ctx, repo.ID, id)
+	if err != nil {
+		return "", err
+	}
+	if it.hasTag("state:parked") {
+		remove := append([]string{"state:parked"}, routeTags(&it)...)
+		actor := Actor{Role: gating.RoleHuman, Name: by}
+		err := m.maintain(ctx, repo, id, actor, func(token int64) error {
+			_, err := m.Ledger.Update(ctx, repo.ID, id, Patch{RemoveTags: remove, FencingToken: &token}, actor, WriteOptions{})
+			return err
+		})
+		if err != nil {
+			return "", fmt.Errorf("unpark %s: %w", id, err)
+		}
+	}
+	if err := m.Acts.StartEpoch(ctx, repo.ID, n, at, by); err != nil {
+		return "", err
+	}
+	if err := m.Acts.ClearParkRecord(ctx, repo.ID, n); err != nil {
+		return "", err
+	}
+	for _, c := range []string{CodeAgentRemovedPark, CodeParkWithoutQuestion, CodeParkLabelWithoutTag} {
+		if err := m.Acts.CloseLabelFinding(ctx, repo.ID, n, c); err != nil {
+			return "", err
+		}
+	}
+	return fmt.Sprintf("%s unparked by %s (%s): a new attempt epoch", id, by, how), nil
+}
+
+// manualPark is a human's park (the parked label added by a human with
+// triage+, or /backlog park): state:parked with the route in one write,
+// under a maintenance claim; then the label; then, with a question, the park
+// comment. Without a question it is reported park-without-question until
+// one is posted (/backlog park carries it).
+func (m *Mirror) manualPark(ctx context.Context, repo Repo, set RepoSettings, n int, by, owner, topic, question string, at time.Time) (string, error) {
+	id := gating.IDFor(n)
+	it, err := m.Ledger.Get(ctx, repo.ID, id)
+	if err != nil {
+		return "", err
+	}
+	want := []string{"state:parked", "ruling-owner:" + owner, "ruling-topic:" + topic}
+	var remove []string
+	for _, t := range routeTags(&it) {
+		if t != want[1] && t != want[2] {
+			remove = append(remove, t)
+		}
+	}
+	actor := Actor{Role: gating.RoleHuman, Name: by}
+	var token int64
+	err = m.maintain(ctx, repo, id, actor, func(tok int64) error {
+		token = tok
+		_, err := m.Ledger.Update(ctx, repo.ID, id, Patch{AddTags: want, RemoveTags: remove, FencingToken: &tok}, actor, WriteOptions{})
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("park %s: %w", id, err)
+	}
+	rec := ParkRecord{Fence: token, RulingOwner: owner, RulingTopic: topic, Question: question, Stage: ParkTagged, At: at}
+	if err := m.Acts.PutParkRecord(ctx, repo.ID, n, rec); err != nil {
+		return "", err
+	}
+	// The label another account put on the item is a park's now.
+	if err := m.Acts.CloseLabelFinding(ctx, repo.ID, n, CodeParkLabelWithoutTag); err != nil {
+		return "", err
+	}
+	out := fmt.Sprintf("%s parked by %s (ruling-owner:%s ruling-topic:%s)", id, by, owner, topic)
+	if err := m.finishPark(ctx, repo, set, n, &rec); err != nil {
+		return "", err
+	}
+	if strings.TrimSpace(question) == "" {
+		detail := fmt.Sprintf("%s parked the item without a question for its ruling owner; post one with `/backlog park ruling-owner=%s ruling-topic=%s` and the question on the lines below", by, owner, topic)
+		if _, err := m.Acts.NoteLabelFinding(ctx, repo.ID, n, CodeParkWithoutQuestion, by, detail, fmt.Sprintf("park:%d", at.UnixMilli()), at); err != nil {
+			return "", err
+		}
+		return out + "; no question yet", nil
+	}
+	if err := m.Acts.CloseLabelFinding(ctx, repo.ID, n, CodeParkWithoutQuestion); err != nil {
+		return "", err
+	}
+	return out, nil
+}
+
+// poisonPark is warden's own park (CONTRACT.md §5, the protocol's sweep
+// backstop) of an item whose attempts this epoch reached the threshold with
+// no claim held or lapsed: under a maintenance claim it writes state:parked
+// with ruling-owner:<ruling_owner> and ruling-topic:poison-threshold,
+// releases, then adds the parked label, then posts the park comment naming
+// the question and each attempt's owner and outcome. Each stage is recorded
+// as it completes, so an interrupted park is finished, never started over.
+func (m *Mirror) poisonPark(ctx context.Context, repo Repo, set RepoSettings, rs *RepoSnapshot, id gating.ItemID, attempts int) (string, error) {
+	n := id.Number()
+	it := rs.Items[id]
+	if it == nil {
+		return "", fmt.Errorf("park %s: not in the snapshot", id)
+	}
+	rec := ParkRecord{Attempts: attempts, RulingOwner: set.RulingOwner, RulingTopic: "poison-threshold", Question: PoisonQuestion, Stage: ParkTagged, At: m.now()}
+	if !it.hasTag("state:parked") {
+		if set.DryRun {
+			return fmt.Sprintf("%s would be parked at %d attempts (dry run)", id, attempts), nil
+		}
+		tags := []string{"state:parked", "ruling-owner:" + set.RulingOwner, "ruling-topic:poison-threshold"}
+		var remove []string
+		for _, t := range routeTags(it) {
+			if t != tags[1] && t != tags[2] {
+				remove = append(remove, t)
+			}
+		}
+		actor := Actor{Role: gating.RoleWarden, Name: "warden"}
+		err := m.maintain(ctx, repo, id, actor, func(tok int64) error {
+			rec.Fence = tok
+			_, err := m.Ledger.Update(ctx, repo.ID, id, Patch{AddTags: tags, RemoveTags: remove, FencingToken: &tok}, actor, WriteOptions{})
+			return err
+		})
+		if err != nil {
+			return "", fmt.Errorf("park %s: %w", id, err)
+		}
+		if err := m.Acts.PutParkRecord(ctx, repo.ID, n, rec); err != nil {
+			return "", err
+		}
+		if err := m.Acts.CloseLabelFinding(ctx, repo.ID, n, CodeParkLabelWithoutTag); err != nil {
+			return "", err
+		}
+	} else if old, err := m.Acts.ParkRecord(ctx, repo.ID, n); err != nil {
+		return "", err
+	} else if old != nil {
+		rec = *old
+	}
+	if err := m.finishPark(ctx, repo, set, n, &rec); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s parked at %d attempts (ruling-owner:%s ruling-topic:poison-threshold)", id, attempts, set.RulingOwner), nil
+}
+
+// finishPark takes a park whose tags are written through its remaining
+// stages: the parked label, then (with a question) the park comment.
+func (m *Mirror) finishPark(ctx context.Context, repo Repo, set RepoSettings, n int, rec *ParkRecord) error {
+	if set.DryRun {
+		return nil
+	}
+	gh, err := m.GitHub.Installation(repo.Installation)
+	if err != nil {
+		return err
+	}
+	if rec.Stage == ParkTagged {
+		st, err := m.Ledger.IssueState(ctx, repo.ID, n)
+		if err != nil {
+			return err
+		}
+		if st == nil || !st.HasLabel(set.ParkedLabel) {
+			if err := m.addLabel(ctx, gh, repo, set, n, set.ParkedLabel); err != nil {
+				return err
+			}
+		}
+		rec.Stage = ParkLabeled
+		if err := m.Acts.PutParkRecord(ctx, repo.ID, n, *rec); err != nil {
+			return err
+		}
+	}
+	if rec.Stage == ParkLabeled && strings.TrimSpace(rec.Question) != "" {
+		id, err := m.postParkComment(ctx, gh, repo, n, rec)
+		if err != nil {
+			return err
+		}
+		rec.Stage, rec.CommentID = ParkCommented, id
+		if err := m.Acts.PutParkRecord(ctx, repo.ID, n, *rec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// postParkComment posts the park comment with the current epoch's attempts
+// read from the trail.
+func (m *Mirror) postParkComment(ctx context.Context, gh *github.Client, repo Repo, n int, rec *ParkRecord) (int64, error) {
+	id := gating.IDFor(n)
+	rs, err := m.Ledger.ClaimSnapshot(ctx, repo.ID, id)
+	if err != nil {
+		return 0, err
+	}
+	tr := rs.Trails[id]
+	attempts := rec.Attempts
+	if tr.Attempts > attempts {
+		attempts = tr.Attempts
+	}
+	// A comment posted by an earlier try whose record was lost is not
+	// posted twice.
+	for _, w := range tr.Warden {
+		if w.Marker.Kind == gating.KindPark {
+			return w.CommentID, nil
+		}
+	}
+	body := gating.ParkComment(id, attempts, rec.RulingOwner, rec.RulingTopic, rec.Question, tr.EpochHistory())
+	owner, name, _ := strings.Cut(repo.FullName, "/")
+	c, _, err := gh.Issues.CreateComment(ctx, owner, name, n, &github.IssueComment{Body: &body})
+	if err != nil {
+		return 0, fmt.Errorf("post the park comment on %s#%d: %w", repo.FullName, n, err)
+	}
+	return c.GetID(), nil
+}
+
+// repairParkLabel handles state:parked without the parked label: the tag is
+// the half that has effect, so the label is added, unless the issue's label
+// events show a human with triage+ removed it (then it is an unpark warden
+// had not applied yet). It never re-adds a label a human removed.
+func (m *Mirror) repairParkLabel(ctx context.Context, repo Repo, set RepoSettings, n int) (string, error) {
+	id := gating.IDFor(n)
+	if set.DryRun {
+		return fmt.Sprintf("%s: state:parked without %s (dry run)", id, set.ParkedLabel), nil
+	}
+	gh, err := m.GitHub.Installation(repo.Installation)
+	if err != nil {
+		return "", err
+	}
+	act, err := m.lastLabelAct(ctx, gh, repo, n, set.ParkedLabel)
+	if err != nil {
+		return "", err
+	}
+	if act.Known && act.Present {
+		return fmt.Sprintf("%s: %s present", id, set.ParkedLabel), nil
+	}
+	if act.Known && act.Action == "unlabeled" {
+		who := m.judge(ctx, repo, act.Actor, act.ActorType)
+		if who.Human {
+			return m.unpark(ctx, repo, n, who.Login, act.At, "removed "+set.ParkedLabel)
+		}
+	}
+	if err := m.addLabel(ctx, gh, repo, set, n, set.ParkedLabel); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s: state:parked without %s: label added", id, set.ParkedLabel), nil
+}

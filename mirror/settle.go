@@ -1,0 +1,210 @@
+package mirror
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/wardenhq/warden/gating"
+)
+
+// settleItem brings one item's GitHub side in step with what its ledger
+// record and comment trail establish, after any delivery that may have
+// changed them (CONTRACT.md §5, §6): logins the trail shows acting as
+// agents are recorded; an item poisoned this epoch is parked (or its
+// interrupted park finished); state:parked without the parked label gets
+// the label (unless a human removed it: then it is unparked); and the
+// report comment is brought up to date. It reads the ledger only; GitHub is
+// called only for a change.
+func (m *Mirror) settleItem(ctx context.Context, repo Repo, n int) (string, error) {
+	id := gating.IDFor(n)
+	rs, err := m.Ledger.ClaimSnapshot(ctx, repo.ID, id)
+	if errors.Is(err, ErrNotFound) {
+		return "", nil
+	} else if err != nil {
+		return "", err
+	}
+	it := rs.Items[id]
+	set := m.settings(ctx, repo)
+	var outs []string
+	if tr, ok := rs.Trails[id]; ok {
+		for _, login := range tr.NewAgents {
+			fresh, err := m.Acts.RecordAgent(ctx, repo.ID, login, AgentRecorded,
+				fmt.Sprintf("%s posted a backlog-worker marker on %s", login, id), m.now())
+			if err != nil {
+				return "", err
+			}
+			if fresh {
+				outs = append(outs, "recorded agent "+login)
+			}
+		}
+	}
+	res := gating.ComputeReady(rs.Snapshot)
+	for _, d := range res.Defects {
+		if d.Code == "admission-unrecorded" && d.Item == id {
+			// The admission label is off with no act on record: the label
+			// events decide (one read), then judge again.
+			out, err := m.repairAdmission(ctx, repo, set, n)
+			if err != nil {
+				return "", err
+			}
+			if out != "" {
+				outs = append(outs, out)
+				if rs, err = m.Ledger.ClaimSnapshot(ctx, repo.ID, id); err != nil {
+					return "", err
+				}
+				it, res = rs.Items[id], gating.ComputeReady(rs.Snapshot)
+			}
+			break
+		}
+	}
+	park, err := m.parkStep(ctx, repo, set, rs, res, it)
+	if err != nil {
+		return "", err
+	}
+	if park != "" {
+		outs = append(outs, park)
+	}
+	rep, err := m.publishFindings(ctx, repo, n, res.Defects)
+	if err != nil {
+		return "", err
+	}
+	switch rep {
+	case "", "report unchanged", "no report comment needed", "report edit not due":
+	default:
+		outs = append(outs, rep)
+	}
+	return strings.Join(outs, "; "), nil
+}
+
+// parkStep is the parking ladder's step for one item of a computed ready
+// set: park a poisoned item, finish a park left half-written, or give a
+// parked item its label.
+func (m *Mirror) parkStep(ctx context.Context, repo Repo, set RepoSettings, rs *RepoSnapshot, res gating.Result, it *Item) (string, error) {
+	if it == nil {
+		return "", nil
+	}
+	n := it.ID.Number()
+	if !it.hasTag("state:parked") {
+		for _, d := range res.Defects {
+			if d.Code == gating.ExPoisoned && d.Item == it.ID {
+				attempts := 0
+				for _, c := range rs.Snapshot.Items {
+					if c.Item.ID == it.ID {
+						attempts = c.Attempts
+					}
+				}
+				return m.poisonPark(ctx, repo, set, rs, it.ID, attempts)
+			}
+		}
+		return "", nil
+	}
+	rec, err := m.Acts.ParkRecord(ctx, repo.ID, n)
+	if err != nil {
+		return "", err
+	}
+	if rec != nil && rec.Stage != ParkCommented && !(rec.Stage == ParkLabeled && strings.TrimSpace(rec.Question) == "") {
+		if err := m.finishPark(ctx, repo, set, n, rec); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("%s: park finished (%s)", it.ID, rec.Stage), nil
+	}
+	st, err := m.Ledger.IssueState(ctx, repo.ID, n)
+	if err != nil {
+		return "", err
+	}
+	if st != nil && st.State != IssueDeleted && st.State != IssueTransferred && !st.HasLabel(set.ParkedLabel) {
+		return m.repairParkLabel(ctx, repo, set, n)
+	}
+	return "", nil
+}
+
+// Sweep is warden's timer pass (CONTRACT.md §3: time re-evaluates claim
+// states and the parking of poison items): for every served repository it
+// parks the items poisoned this epoch whose claims ended, finishes parks
+// left half-written and labels parked items, then writes the report edits
+// that came due. It returns how many items it acted on.
+func (m *Mirror) Sweep(ctx context.Context) (int, error) {
+	repos, err := m.Ledger.Repos(ctx)
+	if err != nil {
+		return 0, err
+	}
+	acted := 0
+	var errs []error
+	for _, repo := range repos {
+		rs, err := m.Ledger.Snapshot(ctx, repo.ID)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		} else if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		set := m.settings(ctx, repo)
+		res := gating.ComputeReady(rs.Snapshot)
+		poisoned := map[gating.ItemID]bool{}
+		for _, d := range res.Defects {
+			if d.Code == gating.ExPoisoned {
+				poisoned[d.Item] = true
+			}
+		}
+		for _, c := range rs.Snapshot.Items {
+			it := rs.Items[c.Item.ID]
+			if !poisoned[it.ID] && !it.hasTag("state:parked") {
+				continue
+			}
+			out, err := m.parkStep(ctx, repo, set, rs, res, it)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s %s: %w", repo.FullName, it.ID, err))
+				continue
+			}
+			if out == "" {
+				continue
+			}
+			acted++
+			m.Log.Info("sweep", "repo", repo.FullName, "item", it.ID, "outcome", out)
+			if _, err := m.settleItem(ctx, repo, it.ID.Number()); err != nil {
+				errs = append(errs, fmt.Errorf("%s %s: %w", repo.FullName, it.ID, err))
+			}
+		}
+	}
+	if n, err := m.flushReports(ctx); err != nil {
+		errs = append(errs, err)
+	} else {
+		acted += n
+	}
+	return acted, errors.Join(errs...)
+}
+
+// ReportSink keeps each item's report comment (Reports).
+type ReportSink interface {
+	Publish(ctx context.Context, repo Repo, number int, findings []gating.ReportFinding) (string, error)
+	Refuse(ctx context.Context, repo Repo, number int, line string) (string, error)
+	Refresh(ctx context.Context, repo Repo, number int) (string, error)
+	Flush(ctx context.Context) (int, error)
+}
+
+// publishFindings sets the item's report comment to its open findings: the
+// ready set's defects about it (tags, edges, admission, poison, the trail,
+// label acts).
+func (m *Mirror) publishFindings(ctx context.Context, repo Repo, n int, defects []gating.Defect) (string, error) {
+	if m.Reports == nil {
+		return "", nil
+	}
+	id := gating.IDFor(n)
+	var fs []gating.ReportFinding
+	for _, d := range defects {
+		if d.Item == id {
+			fs = append(fs, gating.ReportFinding{Code: d.Code, Detail: d.Detail})
+		}
+	}
+	return m.Reports.Publish(ctx, repo, n, fs)
+}
+
+// flushReports writes the report edits that came due.
+func (m *Mirror) flushReports(ctx context.Context) (int, error) {
+	if m.Reports == nil {
+		return 0, nil
+	}
+	return m.Reports.Flush(ctx)
+}
