@@ -543,10 +543,17 @@ func closedBefore(prev, cur *trlEntry) bool {
 	return false
 }
 
-// outcomeBefore: o was posted before cur took custody (before its grant, or
-// before its claim marker).
+// outcomeBefore: o was posted before cur took custody. With a claim marker
+// for cur, the trail's order (created_at, id) decides. Without one, o must
+// be before the grant's second: GitHub's created_at has one-second
+// resolution, the grant milliseconds, so an outcome in the grant's own
+// second is not known to precede it and does not close the prior claim (the
+// fail-safe reading: a collision is reported rather than missed).
 func outcomeBefore(o *trlMark, cur *trlEntry) bool {
-	return cur.marker != nil && o.idx < cur.marker.idx || cur.grant != nil && !o.c.CreatedAt.After(cur.grant.GrantedAt)
+	if cur.marker != nil {
+		return o.idx < cur.marker.idx
+	}
+	return cur.grant != nil && o.c.CreatedAt.Before(cur.grant.GrantedAt.Truncate(time.Second))
 }
 
 func (e *trlEval) inEpoch(t time.Time) bool {

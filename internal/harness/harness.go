@@ -84,7 +84,9 @@ func Start(ctx context.Context, o Options) (*Env, error) {
 		}
 		e.dir, e.ownDir = d, true
 	}
-	sim, err := ghsim.New(ghsim.Options{Now: o.Now})
+	// Installation tokens outlive any clock a test moves (ghinstallation
+	// refreshes them on real time).
+	sim, err := ghsim.New(ghsim.Options{Now: o.Now, TokenTTL: 24 * 365 * time.Hour})
 	if err != nil {
 		e.cleanupDir()
 		return nil, err
