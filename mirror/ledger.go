@@ -47,6 +47,10 @@ type Config struct {
 	// and poison threshold are what the ready set reads); nil: the
 	// contract's defaults.
 	Settings func(ctx context.Context, r Repo) RepoSettings
+	// RepoFindings returns a repository's findings that no item carries
+	// (settings-invalid, settings-changed-by-agent, shared-identity); the
+	// snapshot's ready set reports them beside its own. nil: none.
+	RepoFindings func(ctx context.Context, r Repo) []gating.Defect
 }
 
 // Defaults for a zero Config field (README "Settings").

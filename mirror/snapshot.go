@@ -27,6 +27,9 @@ type RepoSnapshot struct {
 	// Trails is what each item's comment trail establishes (absent for an
 	// item with no comment, no grant and no fence).
 	Trails map[gating.ItemID]gating.TrailResult
+	// RepoDefects are the repository's findings that no item carries
+	// (Config.RepoFindings), reported with the ready set's defects.
+	RepoDefects []gating.Defect
 }
 
 // CleanReclaims lists every clean re-claim in the snapshot's grant logs
@@ -75,11 +78,19 @@ func (l *Ledger) Snapshot(ctx context.Context, repoID int64) (*RepoSnapshot, err
 	if err != nil {
 		return nil, err
 	}
+	if l.cfg.RepoFindings != nil {
+		out.RepoDefects = l.cfg.RepoFindings(ctx, out.Repo)
+	}
 	return out, nil
 }
 
-// Ready is the ready set of the snapshot (gating.ComputeReady).
-func (rs *RepoSnapshot) Ready() gating.Result { return gating.ComputeReady(rs.Snapshot) }
+// Ready is the ready set of the snapshot (gating.ComputeReady), with the
+// repository's own findings among its defects.
+func (rs *RepoSnapshot) Ready() gating.Result {
+	r := gating.ComputeReady(rs.Snapshot)
+	r.Defects = append(r.Defects, rs.RepoDefects...)
+	return r
+}
 
 // Report is the "where are we" report of the snapshot (gating.BuildReport
 // over its ready set), with the clean re-claims filled from the grant log.

@@ -55,6 +55,19 @@ type Options struct {
 	// (CONTRACT.md §4: a human token creates admitted items); *mirror.Acts.
 	// Nil: not recorded (the item then reads admission-unrecorded).
 	Admissions AdmissionRecorder
+	// Writes, when set, is told of every claim, release and update the API
+	// made (the mirror brings GitHub in step: claim markers under
+	// post_markers, parking when a release leaves an item poisoned, the
+	// parked label and a new epoch when a human token parks or unparks).
+	// It runs after the ledger's write and cannot undo it.
+	Writes WriteObserver
+}
+
+// WriteObserver hears of the API's ledger writes (*mirror.Mirror).
+type WriteObserver interface {
+	AfterClaim(ctx context.Context, repo mirror.Repo, id gating.ItemID, res mirror.ClaimResult, purpose string)
+	AfterRelease(ctx context.Context, repo mirror.Repo, id gating.ItemID)
+	AfterUpdate(ctx context.Context, repo mirror.Repo, before, after mirror.Item, actor mirror.Actor)
 }
 
 // AdmissionRecorder records a human's admission act (*mirror.Acts).

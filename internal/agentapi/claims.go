@@ -1,6 +1,7 @@
 package agentapi
 
 import (
+	"context"
 	"math"
 	"net/http"
 
@@ -84,6 +85,9 @@ func (h *handler) claim(w http.ResponseWriter, r *http.Request) {
 		h.failErr(w, r, err)
 		return
 	}
+	if res.Granted && h.opt.Writes != nil {
+		h.opt.Writes.AfterClaim(context.WithoutCancel(r.Context()), repoOf(r), id, res, req.Purpose)
+	}
 	writeJSON(w, http.StatusOK, res)
 }
 
@@ -132,6 +136,9 @@ func (h *handler) release(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		h.failErr(w, r, err)
 		return
+	}
+	if res.Released && h.opt.Writes != nil {
+		h.opt.Writes.AfterRelease(context.WithoutCancel(r.Context()), repoOf(r), id)
 	}
 	writeJSON(w, http.StatusOK, res)
 }

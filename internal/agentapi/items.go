@@ -247,10 +247,21 @@ func (h *handler) patchItem(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	var before mirror.Item
+	if h.opt.Writes != nil {
+		var err error
+		if before, err = h.ledger.Get(ctx, repo.ID, id); err != nil {
+			h.failErr(w, r, err)
+			return
+		}
+	}
 	it, err := h.ledger.Update(ctx, repo.ID, id, p, actor, opts)
 	if err != nil {
 		h.failErr(w, r, err)
 		return
+	}
+	if h.opt.Writes != nil {
+		h.opt.Writes.AfterUpdate(context.WithoutCancel(ctx), repo, before, it, actor)
 	}
 	writeJSON(w, http.StatusOK, ViewOf(it))
 }

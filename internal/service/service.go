@@ -23,6 +23,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/wardenhq/warden/app"
+	"github.com/wardenhq/warden/gating"
 	"github.com/wardenhq/warden/internal/agentapi"
 	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/db"
@@ -111,7 +112,10 @@ func Build(ctx context.Context, s *config.Settings, log *slog.Logger, o Options)
 	}
 	repoSettings := settingsStore.Get
 	if svc.Ledger, err = mirror.OpenLedger(ctx, d, mirror.Config{Region: s.Region, LeaseDefault: s.LeaseDefault,
-		LeaseMax: s.LeaseMax, Quarantine: s.Quarantine, Settings: repoSettings, Now: o.Now}); err != nil {
+		LeaseMax: s.LeaseMax, Quarantine: s.Quarantine, Settings: repoSettings, Now: o.Now,
+		RepoFindings: func(ctx context.Context, r mirror.Repo) []gating.Defect {
+			return svc.repoFindings(ctx, settingsStore, r)
+		}}); err != nil {
 		svc.Close()
 		return nil, fmt.Errorf("open the ledger: %w", err)
 	}
@@ -159,7 +163,7 @@ func Build(ctx context.Context, s *config.Settings, log *slog.Logger, o Options)
 	api := agentapi.New(svc.Ledger, agentapi.AppGitHub(svc.App), s.APITokens, agentapi.Options{
 		ItemLabel: defaults.ItemLabel, AdmissionLabel: defaults.AdmissionLabel,
 		DefaultPriority: defaults.DefaultPriority, DefaultPhase: defaults.DefaultPhase, Region: s.Region,
-		Admissions: svc.Acts, RepoKeys: s.MCPRepos,
+		Admissions: svc.Acts, RepoKeys: s.MCPRepos, Settings: repoSettings, Writes: svc.Mirror,
 	}, log)
 	svc.Public = svc.publicRoutes(ingress, api)
 	svc.Admin = svc.adminRoutes()
@@ -341,4 +345,36 @@ type noClients struct{}
 
 func (noClients) Installation(int64) (*github.Client, error) {
 	return nil, errors.New("no GitHub client: migrating only")
+}
+
+// repoFindings are a repository's findings that no item carries: its
+// settings file's problems and the logins seen acting as both an agent and
+// a human. A failed read is itself reported (the status page must not go
+// quiet on an error).
+func (svc *Service) repoFindings(ctx context.Context, st *mirror.SettingsStore, r mirror.Repo) []gating.Defect {
+	var out []gating.Defect
+	probs, err := st.Problems(ctx, r.ID)
+	if err != nil {
+		out = append(out, gating.Defect{Code: mirror.SettingsInvalid, Detail: "the settings findings could not be read: " + err.Error()})
+	}
+	for _, p := range probs {
+		d := p.Detail
+		if p.Field != "" {
+			d = p.Field + ": " + d
+		}
+		out = append(out, gating.Defect{Code: p.Code, Detail: d})
+	}
+	if svc.Acts == nil {
+		return out
+	}
+	logins, err := svc.Acts.RecordedLogins(ctx, r.ID)
+	if err != nil {
+		return append(out, gating.Defect{Code: mirror.CodeSharedIdentity, Detail: "the recorded logins could not be read: " + err.Error()})
+	}
+	for _, l := range logins {
+		if l.Kind == mirror.SharedIdentity {
+			out = append(out, gating.Defect{Code: mirror.CodeSharedIdentity, Detail: l.Detail + "; it is refused every human act"})
+		}
+	}
+	return out
 }

@@ -1,0 +1,119 @@
+package mirror
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/google/go-github/v66/github"
+
+	"github.com/wardenhq/warden/gating"
+)
+
+// The agent API's writes bring GitHub in step through these hooks
+// (agentapi.WriteObserver). They run after the ledger's write has
+// committed and cannot undo it: a failure is logged, and the timer pass
+// (Sweep) or the next delivery about the item finishes the job.
+
+// AfterClaim posts the claim marker for a custody-changing grant warden
+// made, when the repository's post_markers is on (CONTRACT.md §6): the
+// takeover form when the prior grant was another owner's and neither
+// released nor closed; never for a maintenance claim, nor for a same-owner
+// re-claim of its own lapsed claim (no attempt, no new marker).
+func (m *Mirror) AfterClaim(ctx context.Context, repo Repo, id gating.ItemID, res ClaimResult, purpose string) {
+	set := m.settings(ctx, repo)
+	if !set.PostMarkers || set.DryRun || purpose == "maintenance" || res.FencingToken == nil {
+		return
+	}
+	if out, err := m.postClaimMarker(ctx, repo, id, *res.FencingToken); err != nil {
+		m.Log.Warn("post_markers: the claim marker was not posted", "repo", repo.FullName, "item", id, "err", err)
+	} else if out != "" {
+		m.Log.Info("post_markers", "repo", repo.FullName, "item", id, "outcome", out)
+	}
+}
+
+func (m *Mirror) postClaimMarker(ctx context.Context, repo Repo, id gating.ItemID, fence int64) (string, error) {
+	grants, err := m.Ledger.Grants(ctx, repo.ID, id)
+	if err != nil {
+		return "", err
+	}
+	cur := -1
+	for i, g := range grants {
+		if g.Fence == fence {
+			cur = i
+		}
+	}
+	if cur < 0 {
+		return "", fmt.Errorf("no grant with fence %d in the grant log of %s", fence, id)
+	}
+	g := grants[cur]
+	var prior *gating.PriorClaim
+	for i := cur - 1; i >= 0; i-- {
+		p := grants[i]
+		if p.Purpose == "maintenance" {
+			break // custody went through warden's hands: no takeover
+		}
+		if p.ReleasedAt == nil {
+			if p.Owner == g.Owner {
+				return "same-owner re-claim of a lapsed claim: no marker", nil
+			}
+			prior = &gating.PriorClaim{Owner: p.Owner, Fence: p.Fence}
+		}
+		break
+	}
+	body := gating.ClaimMarker(string(id), g.Owner, g.Region, g.Fence, g.GrantedAt, prior)
+	gh, err := m.GitHub.Installation(repo.Installation)
+	if err != nil {
+		return "", err
+	}
+	owner, name, _ := strings.Cut(repo.FullName, "/")
+	if _, _, err := gh.Issues.CreateComment(ctx, owner, name, id.Number(), &github.IssueComment{Body: &body}); err != nil {
+		return "", fmt.Errorf("post the claim marker on %s#%d: %w", repo.FullName, id.Number(), err)
+	}
+	return fmt.Sprintf("claim marker posted for fence %d (%s)", g.Fence, g.Owner), nil
+}
+
+// AfterRelease settles the item: a release that leaves it poisoned this
+// epoch parks it now, rather than at the next timer pass.
+func (m *Mirror) AfterRelease(ctx context.Context, repo Repo, id gating.ItemID) {
+	if out, err := m.settleItem(ctx, repo, id.Number()); err != nil {
+		m.Log.Warn("after a release", "repo", repo.FullName, "item", id, "err", err)
+	} else if out != "" {
+		m.Log.Info("after a release", "repo", repo.FullName, "item", id, "outcome", out)
+	}
+}
+
+// AfterUpdate follows a tag write made through the API: a human token that
+// removed state:parked unparked the item (a new epoch; the parked label
+// comes off); state:parked written by any token gets its label (the tag is
+// the half that has effect). Then the item is settled.
+func (m *Mirror) AfterUpdate(ctx context.Context, repo Repo, before, after Item, actor Actor) {
+	n := after.ID.Number()
+	err := func() error {
+		if before.hasTag("state:parked") && !after.hasTag("state:parked") && actor.Role == gating.RoleHuman {
+			if err := m.Acts.StartEpoch(ctx, repo.ID, n, m.now(), actor.Name); err != nil {
+				return err
+			}
+			if err := m.Acts.ClearParkRecord(ctx, repo.ID, n); err != nil {
+				return err
+			}
+			for _, c := range []string{CodeAgentRemovedPark, CodeParkWithoutQuestion, CodeParkLabelWithoutTag} {
+				if err := m.Acts.CloseLabelFinding(ctx, repo.ID, n, c); err != nil {
+					return err
+				}
+			}
+			gh, err := m.GitHub.Installation(repo.Installation)
+			if err != nil {
+				return err
+			}
+			if err := m.removeLabel(ctx, gh, repo, m.settings(ctx, repo), n, m.settings(ctx, repo).ParkedLabel); err != nil {
+				return err
+			}
+		}
+		_, err := m.settleItem(ctx, repo, n)
+		return err
+	}()
+	if err != nil {
+		m.Log.Warn("after an API write", "repo", repo.FullName, "item", after.ID, "err", err)
+	}
+}
