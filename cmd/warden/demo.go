@@ -27,6 +27,7 @@ type demoStep struct {
 
 type demo struct {
 	env    *harness.Env
+	clock  *harness.Clock
 	pmItem string // the item the project manager made (awaiting admission)
 	item   string // the admitted item the claim steps work on
 	token  int64  // its fencing token
@@ -45,7 +46,8 @@ func runDemo(ctx context.Context, e env, args []string) int {
 	}
 	fmt.Fprintln(e.stdout, "warden demo: the whole service against a built-in GitHub simulator (no credentials, no network)")
 	sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	env, err := harness.Start(sctx, harness.Options{Log: logw})
+	clock := &harness.Clock{}
+	env, err := harness.Start(sctx, harness.Options{Log: logw, Now: clock.Now})
 	cancel()
 	if err != nil {
 		fmt.Fprintf(e.stderr, "warden demo: %v\n", err)
@@ -53,7 +55,7 @@ func runDemo(ctx context.Context, e env, args []string) int {
 	}
 	defer env.Close()
 	fmt.Fprintf(e.stdout, "  GitHub simulator at %s, warden at %s (status page %s/)\n\n", env.GitHub.URL, env.PublicURL, env.AdminURL)
-	d := &demo{env: env}
+	d := &demo{env: env, clock: clock}
 	failed := 0
 	for i, s := range demoSteps() {
 		fmt.Fprintf(e.stdout, "%2d. %s\n", i+1, s.title)
@@ -77,7 +79,7 @@ func runDemo(ctx context.Context, e env, args []string) int {
 }
 
 func demoSteps() []demoStep {
-	return []demoStep{
+	steps := []demoStep{
 		{"The App is installed on acme and the repository acme/app is added", stepInstalled},
 		{"A stranger posts a delivery with a forged signature", stepForged},
 		{"GitHub redelivers a delivery warden already has", stepRedelivery},
@@ -92,6 +94,7 @@ func demoSteps() []demoStep {
 		{"a worker claims the admitted item; a second claimant and an unfenced write are refused", stepClaim},
 		{"the worker renews without a length, then releases", stepRenewRelease},
 	}
+	return append(steps, gateSteps()...)
 }
 
 // processed returns warden's record of a delivery.
