@@ -482,25 +482,12 @@ func mkrOneLine(s string) string {
 	}, strings.ToValidUTF8(s, "\uFFFD"))
 }
 
-// mkrSpan sets a value in a Markdown code span (a fence one backtick longer
-// than the longest run inside), where mentions and references are inert.
+// mkrSpan sets a value, on one line, in a Markdown code span (see
+// reportSpan), where mentions and references are inert.
 func mkrSpan(s string) string {
 	s = mkrOneLine(s)
 	if s == "" {
 		return "(none)"
 	}
-	run, longest := 0, 0
-	for i := 0; i < len(s); i++ {
-		if s[i] == '`' {
-			run++
-			longest = max(longest, run)
-		} else {
-			run = 0
-		}
-	}
-	f := strings.Repeat("`", longest+1)
-	if longest > 0 || s[0] == ' ' || s[len(s)-1] == ' ' {
-		return f + " " + s + " " + f
-	}
-	return f + s + f
+	return reportSpan(s)
 }

@@ -198,7 +198,7 @@ func TestParkComment(t *testing.T) {
 		"> Is the WAL batch size a config value or a constant?\n> See #12.\n",
 		"1. `backlog-worker/7f3a`, fence 41, claimed 2026-09-06T00:12:44Z: no outcome: custody passed to backlog-worker/11aa\n",
 		"2. `backlog-worker/11aa`, fence 42, claimed 2026-09-06T01:12:44Z: released\n",
-		"3. `` @mallory`x ``, fence 43, claimed 2026-09-06T02:12:44Z: parked\n",
+		"3. ``@mallory`x``, fence 43, claimed 2026-09-06T02:12:44Z: parked\n",
 		"4. an unknown holder: unknown: claimed before the grant log, with no claim marker\n",
 		"The question `pm` must answer",
 		UnparkHint,

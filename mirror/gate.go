@@ -100,35 +100,58 @@ func (m *Mirror) issuesLabelAct(ctx context.Context, ev Event, repo Repo, set Re
 	return fmt.Sprintf("%s: label %s %s", it.ID, label, ev.Action), nil
 }
 
+// confirmed is a label act confirmed against the issue's label events: the
+// last event for the label, who did it, and the client that read it.
+type confirmed struct {
+	gh  *github.Client
+	act labelAct
+	who person
+}
+
+// confirm reads the label's last event (one read) and judges its actor. ok
+// is false when the issue no longer shows what the delivery said (the label
+// is back, or gone again, or no event names it): then there is nothing to do.
+func (m *Mirror) confirm(ctx context.Context, repo Repo, n int, label string, present bool) (c confirmed, ok bool, err error) {
+	if c.gh, err = m.GitHub.Installation(repo.Installation); err != nil {
+		return c, false, err
+	}
+	if c.act, err = m.lastLabelAct(ctx, c.gh, repo, n, label); err != nil {
+		return c, false, err
+	}
+	if !c.act.Known || c.act.Present != present {
+		return c, false, nil
+	}
+	c.who = m.judge(ctx, repo, c.act.Actor, c.act.ActorType)
+	return c, true, nil
+}
+
+// revert puts back a label someone other than a human with triage+ removed,
+// and reports it under code (the event's id counts the repeat once).
+func (m *Mirror) revert(ctx context.Context, c confirmed, repo Repo, set RepoSettings, n int, label, code, detail string) (string, error) {
+	if err := m.addLabel(ctx, c.gh, repo, set, n, label); err != nil {
+		return "", err
+	}
+	if _, err := m.Acts.NoteLabelFinding(ctx, repo.ID, n, code, c.act.Actor, detail, c.act.eventKey(), c.act.At); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s: %s removed by %s (%s): re-added", gating.IDFor(n), label, c.act.Actor, c.who.Why), nil
+}
+
 // admissionRemoved: a human with triage+ admits; anyone else's removal is
 // reverted and reported (repeats counted, reported once).
 func (m *Mirror) admissionRemoved(ctx context.Context, repo Repo, set RepoSettings, n int, it *Item) (string, error) {
-	gh, err := m.GitHub.Installation(repo.Installation)
-	if err != nil {
-		return "", err
+	c, ok, err := m.confirm(ctx, repo, n, set.AdmissionLabel, false)
+	if err != nil || !ok {
+		return fmt.Sprintf("%s: %s is on the issue again; nothing to do", it.ID, set.AdmissionLabel), err
 	}
-	act, err := m.lastLabelAct(ctx, gh, repo, n, set.AdmissionLabel)
-	if err != nil {
-		return "", err
-	}
-	if !act.Known || act.Present {
-		return fmt.Sprintf("%s: %s is on the issue again; nothing to do", it.ID, set.AdmissionLabel), nil
-	}
-	who := m.judge(ctx, repo, act.Actor, act.ActorType)
-	if who.Human {
-		if err := m.admit(ctx, repo, n, who.Login, act.At, "removed "+set.AdmissionLabel); err != nil {
+	if c.who.Human {
+		if err := m.admit(ctx, repo, n, c.who.Login, c.act.At, "removed "+set.AdmissionLabel); err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("%s admitted by %s (removed %s)", it.ID, who.Login, set.AdmissionLabel), nil
+		return fmt.Sprintf("%s admitted by %s (removed %s)", it.ID, c.who.Login, set.AdmissionLabel), nil
 	}
-	if err := m.addLabel(ctx, gh, repo, set, n, set.AdmissionLabel); err != nil {
-		return "", err
-	}
-	detail := fmt.Sprintf("%s (%s) removed the admission label %s; warden re-added it. Only a human with triage or more admits an item", act.Actor, who.Why, set.AdmissionLabel)
-	if _, err := m.Acts.NoteLabelFinding(ctx, repo.ID, n, CodeAgentRemovedAdmission, act.Actor, detail, act.eventKey(), act.At); err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("%s: %s removed by %s (%s): re-added", it.ID, set.AdmissionLabel, act.Actor, who.Why), nil
+	return m.revert(ctx, c, repo, set, n, set.AdmissionLabel, CodeAgentRemovedAdmission,
+		fmt.Sprintf("%s (%s) removed the admission label %s; warden re-added it. Only a human with triage or more admits an item", c.act.Actor, c.who.Why, set.AdmissionLabel))
 }
 
 // admit records an admission act by a human and closes the findings it
@@ -151,33 +174,15 @@ func (m *Mirror) parkedLabelRemoved(ctx context.Context, repo Repo, set RepoSett
 		}
 		return fmt.Sprintf("%s: %s removed from an item that is not parked", it.ID, set.ParkedLabel), nil
 	}
-	gh, err := m.GitHub.Installation(repo.Installation)
-	if err != nil {
-		return "", err
+	c, ok, err := m.confirm(ctx, repo, n, set.ParkedLabel, false)
+	if err != nil || !ok {
+		return fmt.Sprintf("%s: %s is on the issue again; nothing to do", it.ID, set.ParkedLabel), err
 	}
-	act, err := m.lastLabelAct(ctx, gh, repo, n, set.ParkedLabel)
-	if err != nil {
-		return "", err
+	if c.who.Human {
+		return m.unpark(ctx, repo, n, c.who.Login, c.act.At, "removed "+set.ParkedLabel)
 	}
-	if !act.Known || act.Present {
-		return fmt.Sprintf("%s: %s is on the issue again; nothing to do", it.ID, set.ParkedLabel), nil
-	}
-	who := m.judge(ctx, repo, act.Actor, act.ActorType)
-	if who.Human {
-		out, err := m.unpark(ctx, repo, n, who.Login, act.At, "removed "+set.ParkedLabel)
-		if err != nil {
-			return "", err
-		}
-		return out, nil
-	}
-	if err := m.addLabel(ctx, gh, repo, set, n, set.ParkedLabel); err != nil {
-		return "", err
-	}
-	detail := fmt.Sprintf("%s (%s) removed the parked label %s from a parked item; warden re-added it. Only a human with triage or more unparks", act.Actor, who.Why, set.ParkedLabel)
-	if _, err := m.Acts.NoteLabelFinding(ctx, repo.ID, n, CodeAgentRemovedPark, act.Actor, detail, act.eventKey(), act.At); err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("%s: %s removed by %s (%s): re-added", it.ID, set.ParkedLabel, act.Actor, who.Why), nil
+	return m.revert(ctx, c, repo, set, n, set.ParkedLabel, CodeAgentRemovedPark,
+		fmt.Sprintf("%s (%s) removed the parked label %s from a parked item; warden re-added it. Only a human with triage or more unparks", c.act.Actor, c.who.Why, set.ParkedLabel))
 }
 
 // parkedLabelAdded: on a parked item the label follows the tag (nothing to
@@ -188,26 +193,18 @@ func (m *Mirror) parkedLabelAdded(ctx context.Context, repo Repo, set RepoSettin
 	if it.hasTag("state:parked") {
 		return fmt.Sprintf("%s: %s follows its state:parked tag", it.ID, set.ParkedLabel), nil
 	}
-	gh, err := m.GitHub.Installation(repo.Installation)
-	if err != nil {
+	c, ok, err := m.confirm(ctx, repo, n, set.ParkedLabel, true)
+	if err != nil || !ok {
+		return fmt.Sprintf("%s: %s is no longer on the issue; nothing to do", it.ID, set.ParkedLabel), err
+	}
+	if c.who.Human {
+		return m.manualPark(ctx, repo, set, n, c.who.Login, c.who.Login, "manual-park", "", c.act.At)
+	}
+	detail := fmt.Sprintf("%s (%s) added the label %s to an item that is not parked: it is not a park (another bot's stale label never is); nothing was written", c.act.Actor, c.who.Why, set.ParkedLabel)
+	if _, err := m.Acts.NoteLabelFinding(ctx, repo.ID, n, CodeParkLabelWithoutTag, c.act.Actor, detail, c.act.eventKey(), c.act.At); err != nil {
 		return "", err
 	}
-	act, err := m.lastLabelAct(ctx, gh, repo, n, set.ParkedLabel)
-	if err != nil {
-		return "", err
-	}
-	if !act.Known || !act.Present {
-		return fmt.Sprintf("%s: %s is no longer on the issue; nothing to do", it.ID, set.ParkedLabel), nil
-	}
-	who := m.judge(ctx, repo, act.Actor, act.ActorType)
-	if who.Human {
-		return m.manualPark(ctx, repo, set, n, who.Login, who.Login, "manual-park", "", act.At)
-	}
-	detail := fmt.Sprintf("%s (%s) added the label %s to an item that is not parked: it is not a park (another bot's stale label never is); nothing was written", act.Actor, who.Why, set.ParkedLabel)
-	if _, err := m.Acts.NoteLabelFinding(ctx, repo.ID, n, CodeParkLabelWithoutTag, act.Actor, detail, act.eventKey(), act.At); err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("%s: %s added by %s (%s): not a park", it.ID, set.ParkedLabel, act.Actor, who.Why), nil
+	return fmt.Sprintf("%s: %s added by %s (%s): not a park", it.ID, set.ParkedLabel, c.act.Actor, c.who.Why), nil
 }
 
 // itemLabelRemoved: an agent's removal of the item label is reverted and

@@ -273,24 +273,17 @@ func (m *Mirror) repairParkLabel(ctx context.Context, repo Repo, set RepoSetting
 	if set.DryRun {
 		return fmt.Sprintf("%s: state:parked without %s (dry run)", id, set.ParkedLabel), nil
 	}
-	gh, err := m.GitHub.Installation(repo.Installation)
+	c, removed, err := m.confirm(ctx, repo, n, set.ParkedLabel, false)
 	if err != nil {
 		return "", err
 	}
-	act, err := m.lastLabelAct(ctx, gh, repo, n, set.ParkedLabel)
-	if err != nil {
-		return "", err
-	}
-	if act.Known && act.Present {
+	if c.act.Known && c.act.Present {
 		return fmt.Sprintf("%s: %s present", id, set.ParkedLabel), nil
 	}
-	if act.Known && act.Action == "unlabeled" {
-		who := m.judge(ctx, repo, act.Actor, act.ActorType)
-		if who.Human {
-			return m.unpark(ctx, repo, n, who.Login, act.At, "removed "+set.ParkedLabel)
-		}
+	if removed && c.who.Human {
+		return m.unpark(ctx, repo, n, c.who.Login, c.act.At, "removed "+set.ParkedLabel)
 	}
-	if err := m.addLabel(ctx, gh, repo, set, n, set.ParkedLabel); err != nil {
+	if err := m.addLabel(ctx, c.gh, repo, set, n, set.ParkedLabel); err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("%s: state:parked without %s: label added", id, set.ParkedLabel), nil
