@@ -84,6 +84,23 @@ func (l *Ledger) Snapshot(ctx context.Context, repoID int64) (*RepoSnapshot, err
 	return out, nil
 }
 
+// Attempts returns an item's attempts in the current epoch (the poison
+// threshold's count: the trail's, floored by the grant log) and over its
+// life.
+func (rs *RepoSnapshot) Attempts(id gating.ItemID) (epoch, lifetime int) {
+	for i := range rs.Snapshot.Items {
+		if rs.Snapshot.Items[i].Item.ID == id {
+			epoch = rs.Snapshot.Items[i].Attempts
+			break
+		}
+	}
+	lifetime = max(epoch, Attempts(rs.Grants[id]))
+	if tr, ok := rs.Trails[id]; ok {
+		lifetime = max(lifetime, tr.LifetimeAttempts)
+	}
+	return epoch, lifetime
+}
+
 // Ready is the ready set of the snapshot (gating.ComputeReady), with the
 // repository's own findings among its defects.
 func (rs *RepoSnapshot) Ready() gating.Result {

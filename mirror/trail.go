@@ -251,10 +251,15 @@ type issueCommentPayload struct {
 		} `json:"body"`
 	} `json:"changes"`
 	Issue struct {
-		Number      int `json:"number"`
+		Number      int    `json:"number"`
+		State       string `json:"state"`
+		UpdatedAt   string `json:"updated_at"`
 		PullRequest *struct {
 			URL string `json:"url"`
 		} `json:"pull_request"`
+		Labels []struct {
+			Name string `json:"name"`
+		} `json:"labels"`
 	} `json:"issue"`
 	Repository struct {
 		ID int64 `json:"id"`
@@ -297,6 +302,18 @@ func (m *Mirror) HandleIssueComment(ctx context.Context, ev Event) (string, erro
 		return "repository not served", nil
 	} else if err != nil {
 		return "", err
+	}
+	// The payload carries the issue's labels as of its updated_at: recorded
+	// like an issues delivery's (an older one never overwrites a newer), so
+	// a label change whose own delivery was lost is seen here.
+	if t, ok := parseGHTime(p.Issue.UpdatedAt); ok && p.Issue.State != "" {
+		st := IssueState{State: p.Issue.State, UpdatedAt: t, Labels: make([]string, 0, len(p.Issue.Labels))}
+		for _, l := range p.Issue.Labels {
+			st.Labels = append(st.Labels, l.Name)
+		}
+		if _, err := m.Ledger.RecordIssueState(ctx, repo.ID, p.Issue.Number, st); err != nil {
+			return "", err
+		}
 	}
 	id := gating.IDFor(p.Issue.Number)
 	item, err := m.Ledger.Get(ctx, repo.ID, id)

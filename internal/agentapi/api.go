@@ -138,6 +138,7 @@ type store interface {
 	Release(ctx context.Context, repoID int64, id gating.ItemID, token int64, actor mirror.Actor) (mirror.ReleaseResult, error)
 	Status(ctx context.Context, repoID int64, id gating.ItemID) (mirror.ClaimStatus, error)
 	Grants(ctx context.Context, repoID int64, id gating.ItemID) ([]mirror.Grant, error)
+	ClaimSnapshot(ctx context.Context, repoID int64, id gating.ItemID) (*mirror.RepoSnapshot, error)
 	Snapshot(ctx context.Context, repoID int64) (*mirror.RepoSnapshot, error)
 	RecordIssueState(ctx context.Context, repoID int64, number int, st mirror.IssueState) (bool, error)
 }

@@ -50,10 +50,11 @@ func ViewOf(it mirror.Item) ItemView {
 // and link findings.
 type ItemDetail struct {
 	ItemView
-	// Attempts counts the custody-changing, non-maintenance grants in the
-	// grant log (mirror.Attempts; the comment trail refines it once warden
-	// reads it).
-	Attempts int `json:"attempts"`
+	// Attempts counts this epoch's attempts (since the last human unpark):
+	// custody changes counted from the comment trail, floored by the grant
+	// log; LifetimeAttempts every attempt.
+	Attempts         int `json:"attempts"`
+	LifetimeAttempts int `json:"lifetimeAttempts"`
 	// Claim is the claim status; its state is held, lapsed (quarantined on
 	// evidence of work), abandoned, released, or "" when never claimed.
 	Claim         mirror.ClaimStatus `json:"claim"`
@@ -128,11 +129,11 @@ func (h *handler) getItem(w http.ResponseWriter, r *http.Request) {
 type ItemReader interface {
 	Get(ctx context.Context, repoID int64, id gating.ItemID) (mirror.Item, error)
 	Status(ctx context.Context, repoID int64, id gating.ItemID) (mirror.ClaimStatus, error)
-	Grants(ctx context.Context, repoID int64, id gating.ItemID) ([]mirror.Grant, error)
+	ClaimSnapshot(ctx context.Context, repoID int64, id gating.ItemID) (*mirror.RepoSnapshot, error)
 }
 
 // Describe is GET /items/{id}'s answer for an item: its claim status,
-// attempts from the grant log, and its dangling links (targets that are not
+// attempts (this epoch's and its lifetime's), and its dangling links (targets that are not
 // items). staleLinks is empty until anchors are checked against the tree.
 func Describe(ctx context.Context, l ItemReader, repoID int64, it mirror.Item) (ItemDetail, error) {
 	d := ItemDetail{ItemView: ViewOf(it), StaleLinks: []gating.Link{}, DanglingLinks: []gating.Link{}}
@@ -141,11 +142,11 @@ func Describe(ctx context.Context, l ItemReader, repoID int64, it mirror.Item) (
 		return d, err
 	}
 	d.Claim = st
-	gs, err := l.Grants(ctx, repoID, it.ID)
+	rs, err := l.ClaimSnapshot(ctx, repoID, it.ID)
 	if err != nil {
 		return d, err
 	}
-	d.Attempts = mirror.Attempts(gs)
+	d.Attempts, d.LifetimeAttempts = rs.Attempts(it.ID)
 	seen := map[string]bool{}
 	for _, link := range it.Links {
 		if link.Rel == gating.AnchoredTo || link.Rel == gating.Claims {

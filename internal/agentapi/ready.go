@@ -16,7 +16,8 @@ type ReadyItem struct {
 	Priority string          `json:"priority"`
 	Overlaps []gating.ItemID `json:"overlaps"`
 	ItemView
-	Attempts int `json:"attempts"`
+	Attempts         int `json:"attempts"` // this epoch's
+	LifetimeAttempts int `json:"lifetimeAttempts"`
 }
 
 // ReadySet is GET /ready: the ready set, what was left out and why, every
@@ -51,7 +52,7 @@ func ReadyOf(rs *mirror.RepoSnapshot, r gating.Result, limit int) ReadySet {
 		} else {
 			ri.ItemView = ViewOf(mirror.Item{ID: e.Item})
 		}
-		ri.Attempts = mirror.Attempts(rs.Grants[e.Item])
+		ri.Attempts, ri.LifetimeAttempts = rs.Attempts(e.Item)
 		if ri.Overlaps == nil {
 			ri.Overlaps = []gating.ItemID{}
 		}

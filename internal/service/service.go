@@ -123,7 +123,11 @@ func Build(ctx context.Context, s *config.Settings, log *slog.Logger, o Options)
 		svc.Close()
 		return nil, fmt.Errorf("open the acts record: %w", err)
 	}
-	svc.Mirror = &mirror.Mirror{Ledger: svc.Ledger, Acts: svc.Acts, GitHub: svc.App, Perms: mirror.NewPermissions(),
+	perms := mirror.NewPermissions()
+	if o.Now != nil {
+		perms.Now = o.Now
+	}
+	svc.Mirror = &mirror.Mirror{Ledger: svc.Ledger, Acts: svc.Acts, GitHub: svc.App, Perms: perms,
 		Region: s.Region, Agents: s.Agents, Settings: repoSettings, Log: log.With("component", "mirror"), Now: o.Now,
 		Bot: func() string {
 			id, err := svc.App.Identity(ctx)
