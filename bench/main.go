@@ -64,6 +64,12 @@ func main() {
 	}
 	figs = append(figs, lf...)
 	figs = append(figs, benchReady(10000, 20000, readyRuns)...)
+	af, err := benchAPICalls(ctx, *quick)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench: api calls:", err)
+		os.Exit(1)
+	}
+	figs = append(figs, af...)
 	fmt.Printf("warden bench — %s, %d CPUs, %s\n\n", time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), runtime.Version())
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SECTION\tFIGURE\tVALUE\tWORKLOAD\tCEILING / AIM")

@@ -49,6 +49,9 @@ type Options struct {
 	// minute (coalesced report edits, command rate limits) passes a Clock's
 	// Now and moves it.
 	Now func() time.Time
+	// DeliveryCalls, if set, receives the GitHub requests each handling of a
+	// delivery made (service.Options.DeliveryCalls; the bench uses it).
+	DeliveryCalls service.CallsObserver
 }
 
 // Env is a running warden wired to a running simulator.
@@ -113,6 +116,7 @@ func Start(ctx context.Context, o Options) (*Env, error) {
 		GitHubRetryBase: 5 * time.Millisecond, GitHubMaxWait: 2 * time.Second, Now: o.Now,
 		// The timer pass runs when a test says (Sweep), not on a ticker.
 		SweepInterval: time.Hour,
+		DeliveryCalls: o.DeliveryCalls,
 	})
 	if err != nil {
 		e.GitHub.Close()
