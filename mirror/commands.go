@@ -106,10 +106,18 @@ func (m *Mirror) handleCommand(ctx context.Context, ev Event, repo Repo, p *issu
 	if verb == "" {
 		verb = "?"
 	}
-	// Who is asking: triage+ decides whether a refusal gets a line; the
-	// human rule (judge) is asked only of verbs that need it.
-	role, roleErr := m.role(ctx, repo, login)
-	triage := roleErr == nil && gating.TriagePlus(role)
+	// Who is asking: the role is looked up (cached) only when the verb needs
+	// triage, or to decide whether a refusal gets a line in the report.
+	var role string
+	var roleErr error
+	looked := false
+	lookup := func() (string, error) {
+		if !looked {
+			looked = true
+			role, roleErr = m.role(ctx, repo, login)
+		}
+		return role, roleErr
+	}
 
 	result, outcome := commandDone, ""
 	last, err := m.Acts.lastCommand(ctx, repo.ID, n, login, p.Comment.ID, at)
@@ -122,7 +130,7 @@ func (m *Mirror) handleCommand(ctx context.Context, ev Event, repo Repo, p *issu
 	case cmd.Refused():
 		err = refuseCommand("%s", cmd.Refusal)
 	default:
-		outcome, err = m.runCommand(ctx, repo, n, cmd, login, typ, role, roleErr, at)
+		outcome, err = m.runCommand(ctx, repo, n, cmd, login, typ, lookup, at)
 	}
 	var refusal *commandRefusal
 	switch {
@@ -131,7 +139,7 @@ func (m *Mirror) handleCommand(ctx context.Context, ev Event, repo Repo, p *issu
 			result = commandRefused
 		}
 		outcome = fmt.Sprintf("/backlog %s by %s refused: %s", verb, login, refusal.why)
-		if triage && m.Reports != nil {
+		if r, err := lookup(); err == nil && gating.TriagePlus(r) && m.Reports != nil {
 			line := fmt.Sprintf("`/backlog %s` by %s at %s was refused: %s", verb, login, at.Format(time.RFC3339), refusal.why)
 			if _, err := m.Reports.Refuse(ctx, repo, n, line); err != nil {
 				return "", err
@@ -166,9 +174,10 @@ func (m *Mirror) role(ctx context.Context, repo Repo, login string) (string, err
 
 // runCommand checks the permission rule and carries the command out. A
 // *commandRefusal is a refusal; any other error is retried.
-func (m *Mirror) runCommand(ctx context.Context, repo Repo, n int, cmd gating.Command, login, typ, role string, roleErr error, at time.Time) (string, error) {
+func (m *Mirror) runCommand(ctx context.Context, repo Repo, n int, cmd gating.Command, login, typ string, lookup func() (string, error), at time.Time) (string, error) {
 	needsHuman, needsTriage := gating.CommandRule(cmd.Verb)
 	if needsTriage {
+		role, roleErr := lookup()
 		if roleErr != nil {
 			return "", refuseCommand("the permission lookup failed, so warden cannot tell whether %s has triage or more (fail closed); try again", login)
 		}

@@ -65,6 +65,11 @@ func (m *Mirror) settleItem(ctx context.Context, repo Repo, n int) (string, erro
 	}
 	if park != "" {
 		outs = append(outs, park)
+		// The report says what is true after the park, not before it.
+		if rs, err = m.Ledger.ClaimSnapshot(ctx, repo.ID, id); err != nil {
+			return "", err
+		}
+		res = gating.ComputeReady(rs.Snapshot)
 	}
 	rep, err := m.publishFindings(ctx, repo, n, res.Defects)
 	if err != nil {
