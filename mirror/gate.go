@@ -110,7 +110,8 @@ type confirmed struct {
 
 // confirm reads the label's last event (one read) and judges its actor. ok
 // is false when the issue no longer shows what the delivery said (the label
-// is back, or gone again, or no event names it): then there is nothing to do.
+// is back, or gone again, or no event names it), or when the last act was
+// warden's own: then there is nothing to do.
 func (m *Mirror) confirm(ctx context.Context, repo Repo, n int, label string, present bool) (c confirmed, ok bool, err error) {
 	if c.gh, err = m.GitHub.Installation(repo.Installation); err != nil {
 		return c, false, err
@@ -119,6 +120,12 @@ func (m *Mirror) confirm(ctx context.Context, repo Repo, n int, label string, pr
 		return c, false, err
 	}
 	if !c.act.Known || c.act.Present != present {
+		return c, false, nil
+	}
+	if bot := m.botLogin(); bot != "" && strings.EqualFold(c.act.Actor, bot) {
+		// The last act was warden's own (a /backlog admit or unpark it
+		// carried out, a label it put back): a late delivery about an
+		// earlier act must not undo it.
 		return c, false, nil
 	}
 	c.who = m.judge(ctx, repo, c.act.Actor, c.act.ActorType)
