@@ -62,6 +62,12 @@ type Config struct {
 	// RetryBase is the first retry's backoff, doubled for each further
 	// retry, plus up to half again of jitter; 0 means 200ms.
 	RetryBase time.Duration
+	// ConditionalCacheBytes bounds the memory of the conditional-request
+	// cache, which makes repeated GETs (made as an installation) conditional
+	// on their ETag or Last-Modified so that GitHub answers 304, free of the
+	// rate limit; 0 means 64 MiB, negative turns the cache off. Bodies over
+	// 8 MiB are never cached. See [App.ConditionalStats].
+	ConditionalCacheBytes int64
 }
 
 // Identity is who the App is, from GET /app.
@@ -133,6 +139,13 @@ func New(cfg Config) (*App, error) {
 	}
 	if l.retries < 0 {
 		l.retries = 0
+	}
+	conditional, err := newConditionalCache(cfg.ConditionalCacheBytes, cfg.Registerer)
+	if err != nil {
+		return nil, fmt.Errorf("app: metrics: %w", err)
+	}
+	if conditional != nil {
+		l.conditional = conditional
 	}
 
 	a := &App{

@@ -70,11 +70,11 @@ type Budget struct {
 }
 
 // conditionalCache is the hook for conditional requests (ETag and
-// Last-Modified), which a later change fills in; the access layer calls it
-// when it is non-nil. prepare runs on a private copy of each request before
-// it is first sent and may add If-None-Match / If-Modified-Since; complete
-// runs on the final response and may store it, or turn a 304 into the stored
-// response. ETags are specific to the token that fetched them, so entries
+// Last-Modified), implemented by etagCache (conditional.go); the access
+// layer calls it when it is non-nil. prepare runs on a private copy of each
+// request before it is first sent and may add If-None-Match /
+// If-Modified-Since; complete runs on the final response and may store it,
+// or turn a 304 into the stored response. ETags are specific to the token that fetched them, so entries
 // must be keyed by installation as well as URL. A 304 is counted as
 // NotModified before complete sees it.
 type conditionalCache interface {
@@ -94,7 +94,8 @@ type layer struct {
 	resetSlack time.Duration
 	basePath   string // path of the REST base URL, ending in "/"
 
-	// conditional is the conditional-request (ETag cache) hook; nil for now.
+	// conditional is the conditional-request (ETag cache) hook; nil when
+	// Config.ConditionalCacheBytes < 0.
 	conditional conditionalCache
 
 	mu    sync.Mutex
