@@ -178,7 +178,7 @@ func TestCompletionThroughPatchNeedsTheMergedPR(t *testing.T) {
 	tok := c.num("fencingToken")
 	pr := mergedPR(t, f, "feat/issue-40", "main", false)
 	complete := map[string]any{"addTags": []string{"state:complete", fmt.Sprintf("pr:%d", pr)}, "fencingToken": tok}
-	f.problemIs(f.call("PATCH", "items/issue-40", tokWorker1, complete), 409, reasonOpenPR)
+	f.problemIs(f.call("PATCH", "items/issue-40", tokWorker1, complete), 409, gating.ReasonCompleteWithOpenPR)
 	if _, err := f.sim.As("alice").MergePR(f.repo, pr, "squash"); err != nil {
 		t.Fatal(err)
 	}

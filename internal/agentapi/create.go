@@ -553,7 +553,7 @@ func (h *handler) adoptItem(w http.ResponseWriter, r *http.Request) {
 		if !containsStr(tags, directDeployedTag) {
 			opts = mirror.WriteOptions{CompletionReason: reasonUnproven, CompletionDetail: fmt.Sprintf(
 				"an adopted item is born state:complete only as a direct-deployment ledger row: state:complete, pr:<n> (merged) and %s", directDeployedTag)}
-		} else if opts, err = h.proveCompletion(ctx, repo, snap, nil); err != nil {
+		} else if opts, err = h.proveCompletion(ctx, repo, snap, nil, nil, true); err != nil {
 			h.failErr(w, r, err)
 			return
 		}

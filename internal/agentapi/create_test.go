@@ -396,7 +396,7 @@ func TestAdoptDirectDeploymentNeedsAMergedPR(t *testing.T) {
 		tags   []string
 		reason string
 	}{
-		{"open PR", row(open), reasonOpenPR},
+		{"open PR", row(open), gating.ReasonCompleteWithOpenPR},
 		{"closed unmerged PR", row(closed), reasonUnproven},
 		{"merged into another branch", row(intoOther), reasonUnproven},
 		{"no such PR", row(9999), reasonUnproven},

@@ -67,6 +67,8 @@ type PullRequest struct {
 	Merged bool
 	Base   string
 	Head   string
+	// HeadRepo is the head's repository (OWNER/REPO): a fork's differs.
+	HeadRepo string
 }
 
 // Comment is an issue comment as the completion proof of a research item
@@ -228,7 +230,7 @@ func (g *appGitHub) PullRequest(ctx context.Context, r mirror.Repo, number int) 
 		return PullRequest{}, wrap(fmt.Sprintf("read pull request #%d", number), resp, err)
 	}
 	return PullRequest{Number: p.GetNumber(), State: p.GetState(), Merged: p.GetMerged() || p.MergedAt != nil,
-		Base: p.GetBase().GetRef(), Head: p.GetHead().GetRef()}, nil
+		Base: p.GetBase().GetRef(), Head: p.GetHead().GetRef(), HeadRepo: p.GetHead().GetRepo().GetFullName()}, nil
 }
 
 // AddSubIssue uses POST …/issues/{parent}/sub_issues, which go-github v66

@@ -243,7 +243,7 @@ func (h *handler) patchItem(w http.ResponseWriter, r *http.Request) {
 		}
 		after := before.Snapshot()
 		after.Tags = applyTags(after.Tags, req.AddTags, req.RemoveTags)
-		if opts, err = h.proveCompletion(ctx, repo, after, before.Grant); err != nil {
+		if opts, err = h.proveCompletion(ctx, repo, after, &before, req.FencingToken, false); err != nil {
 			h.failErr(w, r, err)
 			return
 		}
