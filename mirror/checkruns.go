@@ -1,0 +1,174 @@
+package mirror
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/google/go-github/v66/github"
+
+	"github.com/wardenhq/warden/gating"
+)
+
+// CheckRunName is the name of warden's check run (CONTRACT.md §8).
+const CheckRunName = "backlog"
+
+// checkHead brings the `backlog` check run on one head commit in step: it
+// judges every open PR with that head against the items each links
+// (gating.CheckRunVerdict), takes the worst conclusion over them, and
+// creates the run once or edits it when the verdict changed. It reads the
+// ledger; GitHub is called for a compare only when a delivered item is an
+// epic's member, and for the write only when something changed.
+func (m *Mirror) checkHead(ctx context.Context, repo Repo, sha string) (string, error) {
+	set := m.settings(ctx, repo)
+	if !set.CheckRun {
+		return "", nil
+	}
+	prs, err := m.Ledger.PullsWithHead(ctx, repo.ID, sha)
+	if err != nil || len(prs) == 0 {
+		return "", err
+	}
+	rs, err := m.Ledger.Snapshot(ctx, repo.ID)
+	if err != nil {
+		return "", err
+	}
+	verdict, err := m.judgeHead(ctx, repo, set, rs, prs)
+	if err != nil {
+		return "", err
+	}
+	return m.writeCheckRun(ctx, repo, set, sha, verdict)
+}
+
+// judgeHead judges one head: the first PR with every other open PR of the
+// same head (gating.CheckRunVerdict takes the worst over all of them).
+func (m *Mirror) judgeHead(ctx context.Context, repo Repo, set RepoSettings, rs *RepoSnapshot, prs []PullRecord) (gating.CheckVerdict, error) {
+	var all []gating.CheckPR
+	for _, p := range prs {
+		links := gating.PRLinks(p.PullRequest, repo.FullName, rs.Snapshot)
+		fromDefault, err := m.headsFromDefault(ctx, repo, rs, p.PullRequest, links)
+		if err != nil {
+			return gating.CheckVerdict{}, err
+		}
+		all = append(all, gating.CheckPR{PR: p.PullRequest, Links: links, HeadFromDefault: fromDefault})
+	}
+	return gating.CheckRunVerdict(gating.CheckInput{PR: all[0].PR, Links: all[0].Links, HeadFromDefault: all[0].HeadFromDefault,
+		OtherPRs: all[1:], Snapshot: rs.Snapshot, RepoFullName: repo.FullName, RequireItem: set.RequireItem}), nil
+}
+
+// headsFromDefault answers, for each delivered item that is an epic's
+// member, whether the PR's head was cut from the default branch rather than
+// from the epic's branch (pr-not-from-base): the merge base of the head and
+// the epic branch is an ancestor of the default branch, though the epic
+// branch has commits of its own. Two compares per epic branch; none for
+// items outside epics.
+func (m *Mirror) headsFromDefault(ctx context.Context, repo Repo, rs *RepoSnapshot, pr gating.PullRequest, links []gating.PRLink) (map[gating.ItemID]bool, error) {
+	out := map[gating.ItemID]bool{}
+	byBranch := map[string]bool{}
+	for _, l := range links {
+		it := rs.Items[l.Item]
+		if it == nil {
+			continue
+		}
+		s := it.Snapshot()
+		base, _ := s.Tag("baseBranch")
+		if len(s.Targets(gating.PartOf)) == 0 || base == "" || base == repo.DefaultBranch || base == pr.HeadRef {
+			continue
+		}
+		v, ok := byBranch[base]
+		if !ok {
+			var err error
+			if v, err = m.cutFromDefault(ctx, repo, base, pr.HeadSHA); err != nil {
+				return nil, err
+			}
+			byBranch[base] = v
+		}
+		out[l.Item] = v
+	}
+	return out, nil
+}
+
+func (m *Mirror) cutFromDefault(ctx context.Context, repo Repo, epicBranch, head string) (bool, error) {
+	gh, err := m.GitHub.Installation(repo.Installation)
+	if err != nil {
+		return false, err
+	}
+	owner, name, _ := strings.Cut(repo.FullName, "/")
+	c, resp, err := gh.Repositories.CompareCommits(ctx, owner, name, epicBranch, head, &github.ListOptions{PerPage: 1})
+	if resp != nil && resp.StatusCode == 404 {
+		return false, nil // the epic branch is gone: nothing to judge against
+	}
+	if err != nil {
+		return false, fmt.Errorf("compare %s...%s on %s: %w", epicBranch, shortSHA(head), repo.FullName, err)
+	}
+	mb := c.GetMergeBaseCommit().GetSHA()
+	if mb == "" {
+		return false, nil
+	}
+	d, _, err := gh.Repositories.CompareCommits(ctx, owner, name, repo.DefaultBranch, mb, &github.ListOptions{PerPage: 1})
+	if err != nil {
+		return false, fmt.Errorf("compare %s...%s on %s: %w", repo.DefaultBranch, shortSHA(mb), repo.FullName, err)
+	}
+	// The merge base is on the default branch (identical or behind): the
+	// head shares nothing of the epic branch's own history.
+	switch d.GetStatus() {
+	case "identical", "behind":
+		e, _, err := gh.Repositories.CompareCommits(ctx, owner, name, repo.DefaultBranch, epicBranch, &github.ListOptions{PerPage: 1})
+		if err != nil {
+			return false, fmt.Errorf("compare %s...%s on %s: %w", repo.DefaultBranch, epicBranch, repo.FullName, err)
+		}
+		return e.GetAheadBy() > 0, nil
+	}
+	return false, nil
+}
+
+// writeCheckRun creates the head's check run once, then edits it only when
+// the verdict's conclusion, title or summary changed. Nothing is written in
+// dry_run.
+func (m *Mirror) writeCheckRun(ctx context.Context, repo Repo, set RepoSettings, sha string, v gating.CheckVerdict) (string, error) {
+	sum := sha256.Sum256([]byte(v.Conclusion + "\x00" + v.Title + "\x00" + v.Summary))
+	hash := hex.EncodeToString(sum[:16])
+	old, err := m.Ledger.checkRun(ctx, repo.ID, sha)
+	if err != nil {
+		return "", err
+	}
+	if old != nil && old.WrittenHash == hash {
+		return "", nil
+	}
+	if set.DryRun {
+		return fmt.Sprintf("check run on %s would be %s (dry run)", shortSHA(sha), v.Conclusion), nil
+	}
+	gh, err := m.GitHub.Installation(repo.Installation)
+	if err != nil {
+		return "", err
+	}
+	owner, name, _ := strings.Cut(repo.FullName, "/")
+	out := &github.CheckRunOutput{Title: github.String(v.Title), Summary: github.String(v.Summary)}
+	now := github.Timestamp{Time: m.now()}
+	if old != nil {
+		_, resp, err := gh.Checks.UpdateCheckRun(ctx, owner, name, old.ID, github.UpdateCheckRunOptions{Name: CheckRunName,
+			Status: github.String("completed"), Conclusion: github.String(v.Conclusion), CompletedAt: &now, Output: out})
+		if err == nil {
+			return fmt.Sprintf("check run on %s: %s", shortSHA(sha), v.Conclusion),
+				m.Ledger.putCheckRun(ctx, repo.ID, sha, checkRunRecord{ID: old.ID, Conclusion: v.Conclusion, WrittenHash: hash})
+		}
+		if resp == nil || resp.StatusCode != 404 {
+			return "", fmt.Errorf("update the check run on %s: %w", shortSHA(sha), err)
+		}
+		// Gone (the head was force-pushed away and collected): create anew.
+	}
+	cr, _, err := gh.Checks.CreateCheckRun(ctx, owner, name, github.CreateCheckRunOptions{Name: CheckRunName, HeadSHA: sha,
+		Status: github.String("completed"), Conclusion: github.String(v.Conclusion), CompletedAt: &now, Output: out})
+	if err != nil {
+		var ge *github.ErrorResponse
+		if errors.As(err, &ge) && ge.Response != nil && ge.Response.StatusCode == 422 {
+			// An unknown commit (force-pushed away): nothing to check.
+			return fmt.Sprintf("check run on %s: commit unknown to GitHub", shortSHA(sha)), nil
+		}
+		return "", fmt.Errorf("create the check run on %s: %w", shortSHA(sha), err)
+	}
+	return fmt.Sprintf("check run on %s created: %s", shortSHA(sha), v.Conclusion),
+		m.Ledger.putCheckRun(ctx, repo.ID, sha, checkRunRecord{ID: cr.GetID(), Conclusion: v.Conclusion, WrittenHash: hash})
+}

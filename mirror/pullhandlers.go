@@ -1,0 +1,274 @@
+package mirror
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/wardenhq/warden/gating"
+)
+
+// keyedMutex serialises work per key within one process (one head commit's
+// check run: never two created for one head).
+type keyedMutex struct {
+	mu    sync.Mutex
+	locks map[string]*sync.Mutex
+}
+
+func (k *keyedMutex) lock(key string) func() {
+	k.mu.Lock()
+	if k.locks == nil {
+		k.locks = map[string]*sync.Mutex{}
+	}
+	l := k.locks[key]
+	if l == nil {
+		l = &sync.Mutex{}
+		k.locks[key] = l
+	}
+	k.mu.Unlock()
+	l.Lock()
+	return l.Unlock
+}
+
+type pullRequestPayload struct {
+	Action      string      `json:"action"`
+	PullRequest pullPayload `json:"pull_request"`
+	Repository  struct {
+		ID       int64  `json:"id"`
+		FullName string `json:"full_name"`
+	} `json:"repository"`
+}
+
+// HandlePullRequest records a pull request and re-runs the `backlog` check
+// on its head (opened, reopened, synchronize, edited, ready_for_review); on
+// close it re-runs the check runs of the other PRs of its head and settles
+// the items it linked (merged-not-complete, complete-with-open-pr).
+func (m *Mirror) HandlePullRequest(ctx context.Context, ev Event) (string, error) {
+	var p pullRequestPayload
+	if err := json.Unmarshal(ev.Payload, &p); err != nil {
+		return "", fmt.Errorf("pull_request payload: %w", err)
+	}
+	switch ev.Action {
+	case "opened", "reopened", "synchronize", "edited", "ready_for_review", "closed", "converted_to_draft":
+	default:
+		return OutcomeIgnored, nil
+	}
+	repo, err := m.Ledger.RepoByID(ctx, p.Repository.ID)
+	if errors.Is(err, ErrNotFound) {
+		return "repository not served", nil
+	} else if err != nil {
+		return "", err
+	}
+	rec, err := p.PullRequest.record()
+	if err != nil {
+		return "", err
+	}
+	applied, err := m.Ledger.RecordPull(ctx, repo.ID, rec)
+	if err != nil {
+		return "", err
+	}
+	if ev.FromSelf {
+		return OutcomeRecorded, nil
+	}
+	outs := []string{fmt.Sprintf("pull request #%d %s", rec.Number, ev.Action)}
+	if !applied {
+		outs = append(outs, "older than recorded")
+	}
+	out, err := m.checkHead(ctx, repo, rec.HeadSHA)
+	if err != nil {
+		return "", err
+	}
+	if out != "" {
+		outs = append(outs, out)
+	}
+	if ev.Action == "closed" || ev.Action == "synchronize" || ev.Action == "edited" {
+		// Items it linked (or linked before an edit) are re-judged.
+		settled, err := m.settleLinked(ctx, repo, rec)
+		if err != nil {
+			return "", err
+		}
+		outs = append(outs, settled...)
+	}
+	return strings.Join(outs, "; "), nil
+}
+
+// settleLinked settles the items a PR links: their divergences (a merge
+// that completes nothing, completion with the PR still open) and their
+// report comments.
+func (m *Mirror) settleLinked(ctx context.Context, repo Repo, pr PullRecord) ([]string, error) {
+	rs, err := m.Ledger.Snapshot(ctx, repo.ID)
+	if err != nil {
+		return nil, err
+	}
+	var outs []string
+	links := gating.PRLinks(pr.PullRequest, repo.FullName, rs.Snapshot)
+	if len(links) == 0 {
+		return nil, nil
+	}
+	if err := m.reconcileItems(ctx, repo); err != nil {
+		return nil, err
+	}
+	for _, l := range links {
+		out, err := m.settleItem(ctx, repo, l.Item.Number())
+		if err != nil {
+			return nil, err
+		}
+		if out != "" {
+			outs = append(outs, out)
+		}
+	}
+	return outs, nil
+}
+
+type checkSuitePayload struct {
+	Action     string `json:"action"`
+	CheckSuite struct {
+		HeadSHA      string `json:"head_sha"`
+		PullRequests []struct {
+			Number int `json:"number"`
+			Base   struct {
+				Repo struct {
+					ID int64 `json:"id"`
+				} `json:"repo"`
+			} `json:"base"`
+		} `json:"pull_requests"`
+	} `json:"check_suite"`
+	CheckRun struct {
+		Name     string `json:"name"`
+		HeadSHA  string `json:"head_sha"`
+		App      *struct{ ID int64 } `json:"app"`
+		CheckSuite struct {
+			HeadSHA string `json:"head_sha"`
+		} `json:"check_suite"`
+		PullRequests []struct {
+			Number int `json:"number"`
+			Base   struct {
+				Repo struct {
+					ID int64 `json:"id"`
+				} `json:"repo"`
+			} `json:"base"`
+		} `json:"pull_requests"`
+	} `json:"check_run"`
+	Repository struct {
+		ID int64 `json:"id"`
+	} `json:"repository"`
+}
+
+// HandleCheckSuite re-runs the `backlog` check on a suite's head when
+// GitHub asks (requested, rerequested) — only for heads of open PRs in this
+// repository: a suite from a fork, or for a branch with no PR, carries no
+// pull_requests and is left alone.
+func (m *Mirror) HandleCheckSuite(ctx context.Context, ev Event) (string, error) {
+	if ev.Action != "requested" && ev.Action != "rerequested" {
+		return OutcomeIgnored, nil
+	}
+	var p checkSuitePayload
+	if err := json.Unmarshal(ev.Payload, &p); err != nil {
+		return "", fmt.Errorf("check_suite payload: %w", err)
+	}
+	ours := 0
+	for _, pr := range p.CheckSuite.PullRequests {
+		if pr.Base.Repo.ID == p.Repository.ID {
+			ours++
+		}
+	}
+	return m.recheckHead(ctx, ev, p.Repository.ID, p.CheckSuite.HeadSHA, ours)
+}
+
+// HandleCheckRun re-runs the `backlog` check when a person asks GitHub to
+// re-run it (rerequested); other check runs are not warden's.
+func (m *Mirror) HandleCheckRun(ctx context.Context, ev Event) (string, error) {
+	if ev.Action != "rerequested" {
+		return OutcomeIgnored, nil
+	}
+	var p checkSuitePayload
+	if err := json.Unmarshal(ev.Payload, &p); err != nil {
+		return "", fmt.Errorf("check_run payload: %w", err)
+	}
+	if p.CheckRun.Name != CheckRunName {
+		return "not warden's check run: " + OutcomeIgnored, nil
+	}
+	ours := 0
+	for _, pr := range p.CheckRun.PullRequests {
+		if pr.Base.Repo.ID == p.Repository.ID {
+			ours++
+		}
+	}
+	sha := p.CheckRun.HeadSHA
+	if sha == "" {
+		sha = p.CheckRun.CheckSuite.HeadSHA
+	}
+	return m.recheckHead(ctx, ev, p.Repository.ID, sha, ours)
+}
+
+func (m *Mirror) recheckHead(ctx context.Context, ev Event, repoID int64, sha string, prs int) (string, error) {
+	if ev.FromSelf {
+		return OutcomeRecorded, nil
+	}
+	if prs == 0 || sha == "" {
+		return "no pull request of this repository: " + OutcomeIgnored, nil
+	}
+	repo, err := m.Ledger.RepoByID(ctx, repoID)
+	if errors.Is(err, ErrNotFound) {
+		return "repository not served", nil
+	} else if err != nil {
+		return "", err
+	}
+	recorded, err := m.Ledger.PullsWithHead(ctx, repo.ID, sha)
+	if err != nil {
+		return "", err
+	}
+	if len(recorded) == 0 {
+		// warden has not seen the PR yet (its delivery is behind, or was
+		// lost): the reconcile's next read of the open PRs records it.
+		return fmt.Sprintf("no open pull request recorded with head %s yet", shortSHA(sha)), nil
+	}
+	out, err := m.checkHead(ctx, repo, sha)
+	if err != nil {
+		return "", err
+	}
+	if out == "" {
+		out = fmt.Sprintf("check run on %s unchanged", shortSHA(sha))
+	}
+	return out, nil
+}
+
+// recheckPRsOf re-runs the check runs of the open PRs that link any of the
+// items (after an item's admission, park, claim or tags changed).
+func (m *Mirror) recheckPRsOf(ctx context.Context, repo Repo, items []gating.ItemID) ([]string, error) {
+	if len(items) == 0 || !m.settings(ctx, repo).CheckRun {
+		return nil, nil
+	}
+	open, err := m.Ledger.OpenPulls(ctx, repo.ID)
+	if err != nil || len(open) == 0 {
+		return nil, err
+	}
+	rs, err := m.Ledger.Snapshot(ctx, repo.ID)
+	if err != nil {
+		return nil, err
+	}
+	want := map[gating.ItemID]bool{}
+	for _, id := range items {
+		want[id] = true
+	}
+	heads := map[string]bool{}
+	var outs []string
+	for _, p := range open {
+		for _, l := range gating.PRLinks(p.PullRequest, repo.FullName, rs.Snapshot) {
+			if want[l.Item] && !heads[p.HeadSHA] {
+				heads[p.HeadSHA] = true
+				out, err := m.checkHead(ctx, repo, p.HeadSHA)
+				if err != nil {
+					return nil, err
+				}
+				if out != "" {
+					outs = append(outs, out)
+				}
+			}
+		}
+	}
+	return outs, nil
+}

@@ -1,0 +1,554 @@
+package mirror
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/google/go-github/v66/github"
+
+	"github.com/wardenhq/warden/app"
+	"github.com/wardenhq/warden/gating"
+	"github.com/wardenhq/warden/internal/db"
+)
+
+// reconcile_state: per repository, where the last pass got to. since is
+// the start of the last complete pass (issues changed since then are read
+// again, with a margin); a pass that ran out of budget records the phase
+// and page it stopped at and the since it was using, and the next pass
+// resumes there.
+var reconcileMigrations = []db.Migration{{Version: 1, SQL: `CREATE TABLE reconcile_state (
+	repo_id BIGINT NOT NULL PRIMARY KEY,
+	since BIGINT NOT NULL,
+	resume_phase TEXT NOT NULL,
+	resume_page BIGINT NOT NULL,
+	resume_since BIGINT NOT NULL,
+	last_started BIGINT NOT NULL,
+	last_finished BIGINT NOT NULL,
+	last_result TEXT NOT NULL)`}}
+
+// sinceMargin is how far back a pass re-reads issues before the previous
+// pass's start: GitHub's updated_at has one-second resolution and its
+// listing is eventually consistent.
+const sinceMargin = time.Minute
+
+// DefaultPassBudget is the most GitHub requests one pass may make for one
+// repository (304s included: they are requests, though not charged), and
+// never more than a quarter of the installation's remaining rate limit, so
+// webhooks keep their headroom.
+const DefaultPassBudget = 500
+
+// Pass phases, in order.
+const (
+	phasePulls  = "pulls"  // list the open pull requests
+	phaseIssues = "issues" // list the issues changed since the last pass
+	phaseGone   = "gone"   // read the items' issues warden has no record of
+	phaseGreens = "greens" // read the checks of PRs that could be resumed
+	phaseDerive = "derive" // divergences, parks, check runs, dashboard
+)
+
+var phases = []string{phasePulls, phaseIssues, phaseGone, phaseGreens, phaseDerive}
+
+// ReconcileOptions shape one pass.
+type ReconcileOptions struct {
+	// DryRun reads GitHub and reports what it finds, and writes nothing to
+	// GitHub (the repository's dry_run setting does the same).
+	DryRun bool
+	// Budget caps the pass's GitHub requests (0: DefaultPassBudget, and a
+	// quarter of the installation's remaining rate limit).
+	Budget int
+}
+
+// PassResult is what one pass did.
+type PassResult struct {
+	Repo     string
+	Complete bool
+	// Stopped says where a pass that ran out of budget stopped (the next
+	// pass resumes there).
+	Stopped  string
+	Calls    app.CallCounts
+	Findings []gating.Defect
+	Actions  []string
+}
+
+// errBudget stops a pass that would exceed its budget.
+var errBudget = errors.New("the pass's GitHub budget is spent")
+
+type reconcileState struct {
+	since, resumeSince, lastStarted int64
+	resumePhase                     string
+	resumePage                      int
+}
+
+func (l *Ledger) reconcileState(ctx context.Context, repoID int64) (reconcileState, error) {
+	var s reconcileState
+	err := l.db.Read.QueryRowContext(ctx, `SELECT since, resume_phase, resume_page, resume_since, last_started FROM reconcile_state WHERE repo_id = $1`,
+		repoID).Scan(&s.since, &s.resumePhase, &s.resumePage, &s.resumeSince, &s.lastStarted)
+	if errors.Is(err, sql.ErrNoRows) {
+		return reconcileState{}, nil
+	}
+	if err != nil {
+		return s, fmt.Errorf("reconcile state: %w", err)
+	}
+	return s, nil
+}
+
+func (l *Ledger) putReconcileState(ctx context.Context, repoID int64, s reconcileState, finished int64, result string) error {
+	_, err := l.db.Write.ExecContext(ctx, `INSERT INTO reconcile_state (repo_id, since, resume_phase, resume_page, resume_since, last_started, last_finished, last_result)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (repo_id) DO UPDATE SET since = excluded.since, resume_phase = excluded.resume_phase,
+		resume_page = excluded.resume_page, resume_since = excluded.resume_since, last_started = excluded.last_started,
+		last_finished = excluded.last_finished, last_result = excluded.last_result`,
+		repoID, s.since, s.resumePhase, s.resumePage, s.resumeSince, s.lastStarted, finished, result)
+	if err != nil {
+		return fmt.Errorf("record the reconcile state: %w", err)
+	}
+	return nil
+}
+
+// pass is one reconcile pass over one repository.
+type pass struct {
+	m       *Mirror
+	repo    Repo
+	set     RepoSettings
+	gh      *github.Client
+	owner   string
+	name    string
+	dry     bool
+	budget  int
+	counter *app.CallCounter
+	res     *PassResult
+}
+
+// spend checks, before a request, that the pass may make it.
+func (p *pass) spend() error {
+	c := p.counter.Counts()
+	if c.Reads+c.Writes >= p.budget {
+		return errBudget
+	}
+	return nil
+}
+
+// budgeter is the access layer's view of an installation's rate limit
+// (*app.App).
+type budgeter interface {
+	Budget(installation int64) app.Budget
+}
+
+// Reconcile runs one pass over a repository (CONTRACT.md §3, the reconcile
+// loop): it reads GitHub (the open pull requests, the issues changed since
+// the last pass, the items' issues it has no record of, the checks of pull
+// requests that could be resumed), records what it read, derives the
+// divergences and brings GitHub in step (report comments, parks, check
+// runs, the dashboard), writing only what differs. Reads are conditional
+// (the access layer's ETag cache: an unchanged page costs a 304, which
+// GitHub does not charge). A pass that would exceed its budget stops, says
+// where, and the next resumes there.
+func (m *Mirror) Reconcile(ctx context.Context, repo Repo, o ReconcileOptions) (PassResult, error) {
+	res := PassResult{Repo: repo.FullName, Findings: []gating.Defect{}}
+	counter := &app.CallCounter{}
+	ctx = app.WithCallCounter(ctx, counter)
+	gh, err := m.GitHub.Installation(repo.Installation)
+	if err != nil {
+		return res, err
+	}
+	set := m.settings(ctx, repo)
+	p := &pass{m: m, repo: repo, set: set, gh: gh, dry: o.DryRun || set.DryRun, budget: o.Budget, counter: counter, res: &res}
+	p.owner, p.name, _ = strings.Cut(repo.FullName, "/")
+	if p.budget <= 0 {
+		p.budget = DefaultPassBudget
+		if b, ok := m.GitHub.(budgeter); ok {
+			if bud := b.Budget(repo.Installation); bud.Known && bud.Remaining/4 < p.budget {
+				p.budget = max(bud.Remaining/4, 0)
+			}
+		}
+	}
+	st, err := m.Ledger.reconcileState(ctx, repo.ID)
+	if err != nil {
+		return res, err
+	}
+	started := m.now()
+	since := st.since
+	startPhase, startPage := phasePulls, 1
+	if st.resumePhase != "" {
+		startPhase, startPage, since = st.resumePhase, st.resumePage, st.resumeSince
+	}
+	run := false
+	for _, ph := range phases {
+		if ph == startPhase {
+			run = true
+		}
+		if !run {
+			continue
+		}
+		page := 1
+		if ph == startPhase {
+			page = startPage
+		}
+		stoppedAt, err := p.phase(ctx, ph, page, since)
+		if errors.Is(err, errBudget) {
+			res.Stopped = fmt.Sprintf("budget of %d requests spent in phase %s (page %d); the next pass resumes there", p.budget, ph, stoppedAt)
+			res.Calls = counter.Counts()
+			next := reconcileState{since: st.since, resumePhase: ph, resumePage: stoppedAt, resumeSince: since, lastStarted: started.UnixMilli()}
+			return res, m.Ledger.putReconcileState(ctx, repo.ID, next, m.now().UnixMilli(), res.Stopped)
+		}
+		if err != nil {
+			res.Calls = counter.Counts()
+			return res, fmt.Errorf("reconcile %s (%s): %w", repo.FullName, ph, err)
+		}
+	}
+	res.Complete, res.Calls = true, counter.Counts()
+	// The next pass reads what changed since this one began (the resumed
+	// part of a pass began with the pass it resumed).
+	begin := started
+	if st.resumePhase != "" && st.lastStarted > 0 {
+		begin = time.UnixMilli(st.lastStarted)
+	}
+	next := reconcileState{since: begin.Add(-sinceMargin).UnixMilli()}
+	return res, m.Ledger.putReconcileState(ctx, repo.ID, next, m.now().UnixMilli(), "complete")
+}
+
+// phase runs one phase from page; on errBudget it returns the page to
+// resume at.
+func (p *pass) phase(ctx context.Context, ph string, page int, since int64) (int, error) {
+	switch ph {
+	case phasePulls:
+		return 1, p.readPulls(ctx)
+	case phaseIssues:
+		return p.readIssues(ctx, page, since)
+	case phaseGone:
+		return 1, p.readUnknownIssues(ctx)
+	case phaseGreens:
+		return 1, p.readGreens(ctx)
+	case phaseDerive:
+		return 1, p.derive(ctx)
+	}
+	return 1, fmt.Errorf("unknown phase %q", ph)
+}
+
+// readPulls lists the open pull requests (every page: unchanged pages are
+// 304s) and records them; a PR recorded open that the list no longer shows
+// is read once to learn how it closed.
+func (p *pass) readPulls(ctx context.Context) error {
+	seen := map[int]bool{}
+	opt := &github.PullRequestListOptions{State: "open", ListOptions: github.ListOptions{PerPage: 100}}
+	for {
+		if err := p.spend(); err != nil {
+			return err
+		}
+		prs, resp, err := p.gh.PullRequests.List(ctx, p.owner, p.name, opt)
+		if err != nil {
+			return fmt.Errorf("list open pull requests: %w", err)
+		}
+		for _, pr := range prs {
+			seen[pr.GetNumber()] = true
+			if err := p.recordPull(ctx, pr); err != nil {
+				return err
+			}
+		}
+		if resp.NextPage == 0 {
+			break
+		}
+		opt.Page = resp.NextPage
+	}
+	recorded, err := p.m.Ledger.OpenPulls(ctx, p.repo.ID)
+	if err != nil {
+		return err
+	}
+	for _, r := range recorded {
+		if seen[r.Number] {
+			continue
+		}
+		if err := p.spend(); err != nil {
+			return err
+		}
+		pr, resp, err := p.gh.PullRequests.Get(ctx, p.owner, p.name, r.Number)
+		if resp != nil && (resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusGone) {
+			r.State, r.UpdatedAt = "closed", p.m.now()
+			if _, err := p.m.Ledger.RecordPull(ctx, p.repo.ID, r); err != nil {
+				return err
+			}
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("read pull request #%d: %w", r.Number, err)
+		}
+		if err := p.recordPull(ctx, pr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *pass) recordPull(ctx context.Context, pr *github.PullRequest) error {
+	rec := PullRecord{PullRequest: gating.PullRequest{Number: pr.GetNumber(), State: pr.GetState(), Merged: pr.GetMerged() || pr.MergedAt != nil,
+		Draft: pr.GetDraft(), Title: pr.GetTitle(), Body: pr.GetBody(), HeadRef: pr.GetHead().GetRef(), HeadSHA: pr.GetHead().GetSHA(),
+		HeadRepoFullName: pr.GetHead().GetRepo().GetFullName(), BaseRef: pr.GetBase().GetRef(), Mergeable: pr.Mergeable},
+		UpdatedAt: pr.GetUpdatedAt().UTC()}
+	if pr.MergedAt != nil {
+		rec.MergedAt = pr.GetMergedAt().UTC()
+	}
+	_, err := p.m.Ledger.RecordPull(ctx, p.repo.ID, rec)
+	return err
+}
+
+// readIssues lists the issues changed since the last pass (all of them on
+// the first), oldest change first, and records their labels and state.
+func (p *pass) readIssues(ctx context.Context, page int, since int64) (int, error) {
+	opt := &github.IssueListByRepoOptions{State: "all", Sort: "updated", Direction: "asc", ListOptions: github.ListOptions{PerPage: 100, Page: page}}
+	if since > 0 {
+		opt.Since = time.UnixMilli(since)
+	}
+	for {
+		if err := p.spend(); err != nil {
+			return opt.Page, err
+		}
+		issues, resp, err := p.gh.Issues.ListByRepo(ctx, p.owner, p.name, opt)
+		if err != nil {
+			return opt.Page, fmt.Errorf("list issues: %w", err)
+		}
+		for _, is := range issues {
+			if is.IsPullRequest() {
+				continue
+			}
+			st := IssueState{State: is.GetState(), UpdatedAt: is.GetUpdatedAt().UTC(), Labels: make([]string, 0, len(is.Labels))}
+			for _, l := range is.Labels {
+				st.Labels = append(st.Labels, l.GetName())
+			}
+			if _, err := p.m.Ledger.RecordIssueState(ctx, p.repo.ID, is.GetNumber(), st); err != nil {
+				return opt.Page, err
+			}
+		}
+		if resp.NextPage == 0 {
+			return opt.Page, nil
+		}
+		opt.Page = resp.NextPage
+	}
+}
+
+// readUnknownIssues reads, once, each item's issue warden has no record of
+// (a gap longer than GitHub's redelivery window): gone (404, 410) or moved
+// to another repository is issue-gone.
+func (p *pass) readUnknownIssues(ctx context.Context) error {
+	rs, err := p.m.Ledger.Snapshot(ctx, p.repo.ID)
+	if err != nil {
+		return err
+	}
+	known, err := p.m.Ledger.issueFacts(ctx, p.repo.ID)
+	if err != nil {
+		return err
+	}
+	for _, c := range rs.Snapshot.Items {
+		n := c.Item.ID.Number()
+		if _, ok := known[n]; ok {
+			continue
+		}
+		if err := p.spend(); err != nil {
+			return err
+		}
+		is, resp, err := p.gh.Issues.Get(ctx, p.owner, p.name, n)
+		st := IssueState{UpdatedAt: p.m.now()}
+		switch {
+		case resp != nil && (resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusGone):
+			st.State = IssueDeleted
+		case err != nil:
+			return fmt.Errorf("read issue #%d: %w", n, err)
+		case is.GetRepositoryURL() != "" && !strings.HasSuffix(strings.ToLower(is.GetRepositoryURL()), "/repos/"+strings.ToLower(p.repo.FullName)):
+			// GitHub followed a transfer's redirect to the issue's new home.
+			st.State = IssueTransferred
+		default:
+			st.State, st.UpdatedAt = is.GetState(), is.GetUpdatedAt().UTC()
+			for _, l := range is.Labels {
+				st.Labels = append(st.Labels, l.GetName())
+			}
+		}
+		if _, err := p.m.Ledger.RecordIssueState(ctx, p.repo.ID, n, st); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readGreens reads, for each open PR that delivers an item with no live
+// claim and no state:complete (a resume candidate), whether its head is
+// green: mergeable, and every check run but backlog and every commit status
+// passed. Conditional reads: an unchanged head costs 304s.
+func (p *pass) readGreens(ctx context.Context) error {
+	rs, err := p.m.Ledger.Snapshot(ctx, p.repo.ID)
+	if err != nil {
+		return err
+	}
+	open, err := p.m.Ledger.OpenPulls(ctx, p.repo.ID)
+	if err != nil {
+		return err
+	}
+	now := p.m.now()
+	for _, pr := range open {
+		candidate := false
+		for _, l := range gating.PRLinks(pr.PullRequest, p.repo.FullName, rs.Snapshot) {
+			it := rs.Items[l.Item]
+			if it == nil {
+				continue
+			}
+			s := it.Snapshot()
+			if s.HasTag("state:complete") {
+				continue
+			}
+			if base, _ := s.Tag("baseBranch"); base == pr.HeadRef {
+				continue // carried, not delivered
+			}
+			for _, c := range rs.Snapshot.Items {
+				if c.Item.ID == l.Item {
+					switch gating.ClaimStateOf(c.Claim, now, rs.Snapshot.Quarantine) {
+					case gating.StateHeld, gating.StateLapsed:
+					default:
+						candidate = true
+					}
+				}
+			}
+		}
+		if !candidate {
+			continue
+		}
+		green, err := p.green(ctx, pr)
+		if err != nil {
+			return err
+		}
+		if err := p.m.Ledger.setGreen(ctx, p.repo.ID, pr.Number, pr.HeadSHA, green); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *pass) green(ctx context.Context, pr PullRecord) (bool, error) {
+	if err := p.spend(); err != nil {
+		return false, err
+	}
+	full, _, err := p.gh.PullRequests.Get(ctx, p.owner, p.name, pr.Number)
+	if err != nil {
+		return false, fmt.Errorf("read pull request #%d: %w", pr.Number, err)
+	}
+	if full.GetHead().GetSHA() != pr.HeadSHA || full.Mergeable == nil || !full.GetMergeable() || full.GetDraft() {
+		return false, nil
+	}
+	opt := &github.ListCheckRunsOptions{ListOptions: github.ListOptions{PerPage: 100}}
+	for {
+		if err := p.spend(); err != nil {
+			return false, err
+		}
+		runs, resp, err := p.gh.Checks.ListCheckRunsForRef(ctx, p.owner, p.name, pr.HeadSHA, opt)
+		if err != nil {
+			return false, fmt.Errorf("check runs of %s: %w", shortSHA(pr.HeadSHA), err)
+		}
+		for _, r := range runs.CheckRuns {
+			if r.GetName() == CheckRunName {
+				continue
+			}
+			if r.GetStatus() != "completed" {
+				return false, nil
+			}
+			switch r.GetConclusion() {
+			case "success", "neutral", "skipped":
+			default:
+				return false, nil
+			}
+		}
+		if resp.NextPage == 0 {
+			break
+		}
+		opt.Page = resp.NextPage
+	}
+	if err := p.spend(); err != nil {
+		return false, err
+	}
+	cs, _, err := p.gh.Repositories.GetCombinedStatus(ctx, p.owner, p.name, pr.HeadSHA, &github.ListOptions{PerPage: 100})
+	if err != nil {
+		return false, fmt.Errorf("statuses of %s: %w", shortSHA(pr.HeadSHA), err)
+	}
+	return cs.GetTotalCount() == 0 || cs.GetState() == "success", nil
+}
+
+// derive computes the divergences from what the pass recorded and brings
+// GitHub in step: report comments of the items whose findings changed,
+// parks (the sweep's backstop), every open PR's check run, the dashboard.
+// A dry run computes and reports, and writes nothing.
+func (p *pass) derive(ctx context.Context) error {
+	if p.dry {
+		ds, err := p.m.divergences(ctx, p.repo)
+		if err != nil {
+			return err
+		}
+		p.res.Findings = append(p.res.Findings, ds...)
+		rs, err := p.m.Ledger.Snapshot(ctx, p.repo.ID)
+		if err != nil {
+			return err
+		}
+		p.res.Findings = append(p.res.Findings, rs.Ready().Defects...)
+		return nil
+	}
+	if _, err := p.m.refreshDivergences(ctx, p.repo); err != nil {
+		return err
+	}
+	acted, err := p.m.sweepRepo(ctx, p.repo)
+	if err != nil {
+		return err
+	}
+	p.res.Actions = append(p.res.Actions, acted...)
+	open, err := p.m.Ledger.OpenPulls(ctx, p.repo.ID)
+	if err != nil {
+		return err
+	}
+	heads := map[string]bool{}
+	for _, pr := range open {
+		if heads[pr.HeadSHA] {
+			continue
+		}
+		heads[pr.HeadSHA] = true
+		out, err := p.m.checkHead(ctx, p.repo, pr.HeadSHA)
+		if err != nil {
+			return err
+		}
+		if out != "" {
+			p.res.Actions = append(p.res.Actions, out)
+		}
+	}
+	rs, err := p.m.Ledger.Snapshot(ctx, p.repo.ID)
+	if err != nil {
+		return err
+	}
+	ready := rs.Ready()
+	p.res.Findings = append(p.res.Findings, ready.Defects...)
+	if out, err := p.m.syncDashboard(ctx, p.repo, p.set, rs, ready); err != nil {
+		return err
+	} else if out != "" {
+		p.res.Actions = append(p.res.Actions, out)
+	}
+	return nil
+}
+
+// ReconcileAll runs one pass over every served repository, one after the
+// other; a repository's failure does not stop the others.
+func (m *Mirror) ReconcileAll(ctx context.Context, o ReconcileOptions) ([]PassResult, error) {
+	repos, err := m.Ledger.Repos(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []PassResult
+	var errs []error
+	for _, r := range repos {
+		res, err := m.Reconcile(ctx, r, o)
+		out = append(out, res)
+		if err != nil {
+			errs = append(errs, err)
+			m.Log.Warn("reconcile pass failed", "repo", r.FullName, "err", err)
+			continue
+		}
+		m.Log.Info("reconcile pass", "repo", r.FullName, "complete", res.Complete, "stopped", res.Stopped,
+			"reads", res.Calls.Reads, "not_modified", res.Calls.NotModified, "writes", res.Calls.Writes, "findings", len(res.Findings))
+	}
+	return out, errors.Join(errs...)
+}
