@@ -207,6 +207,10 @@ func ProveCompletion(in CompletionInput) CompletionVerdict {
 		} else if pr.BaseRef != base {
 			notes = append(notes, fmt.Sprintf("%s was not merged into baseBranch:%s", where, base))
 			continue
+		} else if !in.Adopting && !prLinksItem(*pr, in.RepoFullName, it.ID, in.Claim.Branch) {
+			notes = append(notes, fmt.Sprintf("%s does not link %s: its body names neither #%d (closes, fixes, resolves, refs, part of, towards) nor %s, and its head is not the claim's branch (a pr: tag alone proves nothing)",
+				where, it.ID, it.ID.Number(), it.ID))
+			continue
 		}
 		if other := completedByOther(in.Items, it.ID, n); other != "" {
 			notes = append(notes, fmt.Sprintf("%s is already %s's completion pull request", where, other))
@@ -253,4 +257,17 @@ func joinIDs(ids []ItemID) string {
 		s[k] = string(id)
 	}
 	return strings.Join(s, ", ")
+}
+
+// prLinksItem reports whether a pull request links the item by itself (§8):
+// a reference in its body outside code and quotes, or a head branch (in
+// this repository) that is the branch recorded with the item's claim. The
+// item's own pr: tag is not counted: it is what the proof checks.
+func prLinksItem(pr PullRequest, repoFullName string, id ItemID, claimBranch string) bool {
+	for _, r := range bodyRefs(pr.Body, repoFullName) {
+		if IDFor(r.num) == id {
+			return true
+		}
+	}
+	return claimBranch != "" && pr.HeadRef == claimBranch && !pr.FromFork(repoFullName)
 }

@@ -35,7 +35,7 @@ func (h *handler) proveCompletion(ctx context.Context, repo mirror.Repo, after *
 		grant = cur.Grant
 		in.Claim = gating.ClaimView{Fence: cur.Fence.Token, Released: cur.Fence.Released}
 		if grant != nil {
-			in.Claim.Owner, in.Claim.GrantedAt, in.Claim.Purpose = grant.Owner, grant.GrantedAt, grant.Purpose
+			in.Claim.Owner, in.Claim.GrantedAt, in.Claim.Purpose, in.Claim.Branch = grant.Owner, grant.GrantedAt, grant.Purpose, grant.Branch
 		}
 	}
 	if phase, _ := after.Tag("phase"); phase == "research" && grant != nil && grant.ReleasedAt == nil {
@@ -49,8 +49,10 @@ func (h *handler) proveCompletion(ctx context.Context, repo mirror.Repo, after *
 		if err != nil {
 			return mirror.WriteOptions{}, err
 		}
+		// Findings are prose: a claim or outcome marker (or any warden
+		// marker) is bookkeeping, not findings.
 		in.FindingsCommented = slices.ContainsFunc(cs, func(c Comment) bool {
-			return !c.CreatedAt.Before(since) && !strings.EqualFold(c.Author, bot)
+			return !c.CreatedAt.Before(since) && !strings.EqualFold(c.Author, bot) && !strings.HasPrefix(strings.TrimSpace(c.Body), "<!-- backlog-")
 		})
 	}
 	for _, t := range after.Tags {
@@ -75,7 +77,7 @@ func (h *handler) proveCompletion(ctx context.Context, repo mirror.Repo, after *
 		}
 		state := pr.State
 		in.PRs[n] = &gating.PullRequest{Number: n, State: state, Merged: pr.Merged, HeadRef: pr.Head, BaseRef: pr.Base,
-			HeadRepoFullName: pr.HeadRepo}
+			HeadRepoFullName: pr.HeadRepo, Body: pr.Body}
 	}
 	all, err := h.scan(ctx, repo.ID)
 	if err != nil {

@@ -3,6 +3,7 @@ package agentapi
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -328,7 +329,12 @@ func mergedPR(t *testing.T, f *fixture, branch, base string, merge bool) int {
 	if _, err := alice.Push(f.repo, branch, base, map[string]string{branch + ".txt": "work"}, "work"); err != nil {
 		t.Fatal(err)
 	}
-	pr, err := alice.OpenPR(f.repo, branch, base, "PR "+branch, "", false)
+	// A branch named for an item delivers it (the PR links it by its body).
+	body := ""
+	if m := regexp.MustCompile(`issue-(\d+)`).FindStringSubmatch(branch); m != nil {
+		body = "Closes #" + m[1]
+	}
+	pr, err := alice.OpenPR(f.repo, branch, base, "PR "+branch, body, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -69,6 +69,8 @@ type PullRequest struct {
 	Head   string
 	// HeadRepo is the head's repository (OWNER/REPO): a fork's differs.
 	HeadRepo string
+	// Body is the pull request's description (its links to items).
+	Body string
 }
 
 // Comment is an issue comment as the completion proof of a research item
@@ -77,6 +79,7 @@ type Comment struct {
 	ID        int64
 	Author    string
 	CreatedAt time.Time
+	Body      string
 }
 
 // GitHubError is an answer from GitHub with an error status.
@@ -230,7 +233,7 @@ func (g *appGitHub) PullRequest(ctx context.Context, r mirror.Repo, number int) 
 		return PullRequest{}, wrap(fmt.Sprintf("read pull request #%d", number), resp, err)
 	}
 	return PullRequest{Number: p.GetNumber(), State: p.GetState(), Merged: p.GetMerged() || p.MergedAt != nil,
-		Base: p.GetBase().GetRef(), Head: p.GetHead().GetRef(), HeadRepo: p.GetHead().GetRepo().GetFullName()}, nil
+		Base: p.GetBase().GetRef(), Head: p.GetHead().GetRef(), HeadRepo: p.GetHead().GetRepo().GetFullName(), Body: p.GetBody()}, nil
 }
 
 // AddSubIssue uses POST …/issues/{parent}/sub_issues, which go-github v66
@@ -278,7 +281,7 @@ func (g *appGitHub) CommentsSince(ctx context.Context, r mirror.Repo, number int
 	}
 	out := make([]Comment, 0, len(cs))
 	for _, x := range cs {
-		out = append(out, Comment{ID: x.GetID(), Author: x.GetUser().GetLogin(), CreatedAt: x.GetCreatedAt().Time})
+		out = append(out, Comment{ID: x.GetID(), Author: x.GetUser().GetLogin(), CreatedAt: x.GetCreatedAt().Time, Body: x.GetBody()})
 	}
 	return out, nil
 }
