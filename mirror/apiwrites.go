@@ -76,6 +76,10 @@ func (m *Mirror) postClaimMarker(ctx context.Context, repo Repo, id gating.ItemI
 // AfterRelease settles the item: a release that leaves it poisoned this
 // epoch parks it now, rather than at the next timer pass.
 func (m *Mirror) AfterRelease(ctx context.Context, repo Repo, id gating.ItemID) {
+	// A released item with a green PR is resumable; divergences follow.
+	if err := m.reconcileItems(ctx, repo); err != nil {
+		m.Log.Warn("after a release", "repo", repo.FullName, "item", id, "err", err)
+	}
 	if out, err := m.settleItem(ctx, repo, id.Number()); err != nil {
 		m.Log.Warn("after a release", "repo", repo.FullName, "item", id, "err", err)
 	} else if out != "" {
@@ -109,6 +113,10 @@ func (m *Mirror) AfterUpdate(ctx context.Context, repo Repo, before, after Item,
 			if err := m.removeLabel(ctx, gh, repo, m.settings(ctx, repo), n, m.settings(ctx, repo).ParkedLabel); err != nil {
 				return err
 			}
+		}
+		// Completion, pr: tags, baseBranch: and edges change divergences.
+		if err := m.reconcileItems(ctx, repo); err != nil {
+			return err
 		}
 		_, err := m.settleItem(ctx, repo, n)
 		return err

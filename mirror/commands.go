@@ -75,13 +75,13 @@ func (r *commandRefusal) Error() string { return r.why }
 func refuseCommand(format string, a ...any) error { return &commandRefusal{fmt.Sprintf(format, a...)} }
 
 // handleCommand answers a `/backlog` command in a newly created comment on
-// an item's issue (CONTRACT.md §7): the first command line counts, each
+// an item's issue, or /backlog recheck on a pull request (onPR) (CONTRACT.md §7): the first command line counts, each
 // comment once; commands from warden or any bot are ignored; the
 // permission rule, then the rate limit (one a minute per user and item),
 // then the act. The answer is a reaction (+1 done, confused refused); a
 // refusal to a person with triage or more also gets a line in the report
 // comment saying why.
-func (m *Mirror) handleCommand(ctx context.Context, ev Event, repo Repo, p *issueCommentPayload, it *Item) (string, error) {
+func (m *Mirror) handleCommand(ctx context.Context, ev Event, repo Repo, p *issueCommentPayload, onPR bool) (string, error) {
 	if ev.Action != "created" || ev.FromSelf {
 		return "", nil
 	}
@@ -130,7 +130,7 @@ func (m *Mirror) handleCommand(ctx context.Context, ev Event, repo Repo, p *issu
 	case cmd.Refused():
 		err = refuseCommand("%s", cmd.Refusal)
 	default:
-		outcome, err = m.runCommand(ctx, repo, n, cmd, login, typ, lookup, at)
+		outcome, err = m.runCommand(ctx, repo, n, cmd, login, typ, lookup, at, onPR)
 	}
 	var refusal *commandRefusal
 	switch {
@@ -174,7 +174,10 @@ func (m *Mirror) role(ctx context.Context, repo Repo, login string) (string, err
 
 // runCommand checks the permission rule and carries the command out. A
 // *commandRefusal is a refusal; any other error is retried.
-func (m *Mirror) runCommand(ctx context.Context, repo Repo, n int, cmd gating.Command, login, typ string, lookup func() (string, error), at time.Time) (string, error) {
+func (m *Mirror) runCommand(ctx context.Context, repo Repo, n int, cmd gating.Command, login, typ string, lookup func() (string, error), at time.Time, onPR bool) (string, error) {
+	if onPR && cmd.Verb != gating.VerbRecheck {
+		return "", refuseCommand("only /backlog recheck works on a pull request; /backlog %s is for an item's issue", cmd.Verb)
+	}
 	needsHuman, needsTriage := gating.CommandRule(cmd.Verb)
 	if needsTriage {
 		role, roleErr := lookup()
@@ -199,6 +202,12 @@ func (m *Mirror) runCommand(ctx context.Context, repo Repo, n int, cmd gating.Co
 		}
 		return m.Reports.Refresh(ctx, repo, n)
 	case gating.VerbRecheck:
+		if onPR {
+			return m.recheckPR(ctx, repo, n)
+		}
+		if err := m.reconcileItems(ctx, repo); err != nil {
+			return "", err
+		}
 		out, err := m.settleItem(ctx, repo, n)
 		return "rechecked " + string(id) + ": " + out, err
 	case gating.VerbAdmit:
@@ -263,4 +272,37 @@ func (m *Mirror) react(ctx context.Context, repo Repo, commentID int64, content 
 		return fmt.Errorf("react %s to comment %d on %s: %w", content, commentID, repo.FullName, err)
 	}
 	return nil
+}
+
+// recheckPR reads the pull request afresh (one read), records it and
+// re-runs the check run on its head, then re-derives the divergences of the
+// items it links.
+func (m *Mirror) recheckPR(ctx context.Context, repo Repo, n int) (string, error) {
+	gh, err := m.GitHub.Installation(repo.Installation)
+	if err != nil {
+		return "", err
+	}
+	owner, name, _ := strings.Cut(repo.FullName, "/")
+	pr, _, err := gh.PullRequests.Get(ctx, owner, name, n)
+	if err != nil {
+		return "", fmt.Errorf("read pull request #%d: %w", n, err)
+	}
+	rec := PullRecord{PullRequest: gating.PullRequest{Number: pr.GetNumber(), State: pr.GetState(), Merged: pr.GetMerged(),
+		Draft: pr.GetDraft(), Title: pr.GetTitle(), Body: pr.GetBody(), HeadRef: pr.GetHead().GetRef(), HeadSHA: pr.GetHead().GetSHA(),
+		HeadRepoFullName: pr.GetHead().GetRepo().GetFullName(), BaseRef: pr.GetBase().GetRef(), Mergeable: pr.Mergeable},
+		UpdatedAt: pr.GetUpdatedAt().UTC()}
+	if _, err := m.Ledger.RecordPull(ctx, repo.ID, rec); err != nil {
+		return "", err
+	}
+	out, err := m.checkHead(ctx, repo, rec.HeadSHA)
+	if err != nil {
+		return "", err
+	}
+	if err := m.reconcileItems(ctx, repo); err != nil {
+		return "", err
+	}
+	if out == "" {
+		out = fmt.Sprintf("check run on %s unchanged", shortSHA(rec.HeadSHA))
+	}
+	return fmt.Sprintf("pull request #%d rechecked: %s", n, out), nil
 }

@@ -37,6 +37,11 @@ type Mirror struct {
 	Now      func() time.Time
 	// SettingsStore follows .github/backlog.yml (nil: Settings alone).
 	SettingsStore *SettingsStore
+	// Dashboards keeps the dashboard issues (nil: none are written).
+	Dashboards DashboardSink
+	// HTMLBase is GitHub's web address (https://github.com), for links in
+	// the dashboard; StatusHint points people to warden's status page.
+	HTMLBase, StatusHint string
 	// Reports keeps the report comments (nil: none are written).
 	Reports ReportSink
 	// Bot returns warden's own bot login ("<slug>[bot]"), known before any

@@ -130,9 +130,9 @@ func decodeLabels(s string) ([]string, error) {
 // NoteLabel brings the recorded labels of an issue up to what warden knows
 // better than the deliveries it has seen: a label it just added or removed
 // itself, or one a confirming read of the label events showed. at is when
-// that was true (GitHub's times have one-second resolution, so the end of
-// at's second is recorded: a payload from the same second or before does
-// not undo it; a later one does). An issue with no recorded state is left
+// that was true, to the millisecond; a payload's updated_at has one-second
+// resolution, so a payload about an earlier change in the same second (its
+// time truncated) does not undo it. An issue with no recorded state is left
 // alone (its first delivery records it).
 func (l *Ledger) NoteLabel(ctx context.Context, repoID int64, number int, label string, present bool, at time.Time) error {
 	return l.writeTx(ctx, func(tx *sql.Tx) error {
@@ -145,7 +145,7 @@ func (l *Ledger) NoteLabel(ctx context.Context, repoID int64, number int, label 
 		if err != nil {
 			return fmt.Errorf("note %q on #%d: %w", label, number, err)
 		}
-		ms := at.Truncate(time.Second).Add(time.Second - time.Millisecond).UnixMilli()
+		ms := at.UnixMilli()
 		if ms < updated {
 			return nil
 		}
@@ -172,4 +172,19 @@ func (l *Ledger) NoteLabel(ctx context.Context, repoID int64, number int, label 
 		}
 		return nil
 	})
+}
+
+// RecordIssueStateRead stores an issue's state as a REST read begun at
+// readAt showed it (the reconcile's census). A read shows the issue as it is
+// at that moment, so it is stamped max(updated_at, readAt): it replaces
+// anything recorded before the read, even a label warden noted in the same
+// second as a later change (GitHub's one-second resolution would otherwise
+// hide that change), and a late delivery about a change from before the
+// read does not undo it. (A change made within the same second after the
+// read waits for the next pass.)
+func (l *Ledger) RecordIssueStateRead(ctx context.Context, repoID int64, number int, st IssueState, readAt time.Time) (bool, error) {
+	if st.UpdatedAt.Before(readAt) {
+		st.UpdatedAt = readAt
+	}
+	return l.RecordIssueState(ctx, repoID, number, st)
 }

@@ -112,6 +112,17 @@ func OpenLedger(ctx context.Context, d *db.DB, cfg Config) (*Ledger, error) {
 	if err := d.Migrate(ctx, "issue_state", issueStateMigrations); err != nil {
 		return nil, fmt.Errorf("open ledger: %w", err)
 	}
+	// Pull requests, check runs and the reconcile's divergences (the
+	// snapshot reports the items' divergences).
+	if err := d.Migrate(ctx, "pulls", pullMigrations); err != nil {
+		return nil, fmt.Errorf("open ledger: %w", err)
+	}
+	if err := d.Migrate(ctx, "divergences", divergenceMigrations); err != nil {
+		return nil, fmt.Errorf("open ledger: %w", err)
+	}
+	if err := d.Migrate(ctx, "reconcile", reconcileMigrations); err != nil {
+		return nil, fmt.Errorf("open ledger: %w", err)
+	}
 	// The comment trail refines each item's attempts in the snapshot.
 	if err := d.Migrate(ctx, "trail", trailMigrations); err != nil {
 		return nil, fmt.Errorf("open ledger: %w", err)

@@ -137,9 +137,9 @@ type checkSuitePayload struct {
 		} `json:"pull_requests"`
 	} `json:"check_suite"`
 	CheckRun struct {
-		Name     string `json:"name"`
-		HeadSHA  string `json:"head_sha"`
-		App      *struct{ ID int64 } `json:"app"`
+		Name       string              `json:"name"`
+		HeadSHA    string              `json:"head_sha"`
+		App        *struct{ ID int64 } `json:"app"`
 		CheckSuite struct {
 			HeadSHA string `json:"head_sha"`
 		} `json:"check_suite"`

@@ -45,8 +45,8 @@ const DefaultPassBudget = 500
 // Pass phases, in order.
 const (
 	phasePulls  = "pulls"  // list the open pull requests
-	phaseIssues = "issues" // list the issues changed since the last pass
-	phaseGone   = "gone"   // read the items' issues warden has no record of
+	phaseIssues = "issues" // the census: every issue (unchanged pages are 304s)
+	phaseGone   = "gone"   // read the items' issues the census did not list
 	phaseGreens = "greens" // read the checks of PRs that could be resumed
 	phaseDerive = "derive" // divergences, parks, check runs, dashboard
 )
@@ -121,16 +121,23 @@ type pass struct {
 	budget  int
 	counter *app.CallCounter
 	res     *PassResult
+	// seen are the issue numbers the census listed; census says it listed
+	// every page in this pass (only then is an item missing from it gone).
+	seen   map[int]bool
+	census bool
 }
 
-// spend checks, before a request, that the pass may make it.
+// spend checks, before a request, that the pass may make it: the budget
+// counts what GitHub charges to the rate limit (a 304 is free).
 func (p *pass) spend() error {
-	c := p.counter.Counts()
-	if c.Reads+c.Writes >= p.budget {
+	if charged(p.counter.Counts()) >= p.budget {
 		return errBudget
 	}
 	return nil
 }
+
+// charged is the requests GitHub charges to the primary rate limit.
+func charged(c app.CallCounts) int { return c.Reads - c.NotModified + c.Writes }
 
 // budgeter is the access layer's view of an installation's rate limit
 // (*app.App).
@@ -139,9 +146,10 @@ type budgeter interface {
 }
 
 // Reconcile runs one pass over a repository (CONTRACT.md §3, the reconcile
-// loop): it reads GitHub (the open pull requests, the issues changed since
-// the last pass, the items' issues it has no record of, the checks of pull
-// requests that could be resumed), records what it read, derives the
+// loop): it reads GitHub (the open pull requests, every issue (a census in
+// which unchanged pages cost free 304s), the items' issues the census did
+// not list, the checks of pull requests that could be resumed), records
+// what it read, derives the
 // divergences and brings GitHub in step (report comments, parks, check
 // runs, the dashboard), writing only what differs. Reads are conditional
 // (the access layer's ETag cache: an unchanged page costs a 304, which
@@ -295,22 +303,26 @@ func (p *pass) recordPull(ctx context.Context, pr *github.PullRequest) error {
 	return err
 }
 
-// readIssues lists the issues changed since the last pass (all of them on
-// the first), oldest change first, and records their labels and state.
-func (p *pass) readIssues(ctx context.Context, page int, since int64) (int, error) {
-	opt := &github.IssueListByRepoOptions{State: "all", Sort: "updated", Direction: "asc", ListOptions: github.ListOptions{PerPage: 100, Page: page}}
-	if since > 0 {
-		opt.Since = time.UnixMilli(since)
-	}
+// readIssues is the census: it lists every issue, oldest first (state
+// all, sorted by creation, so a page changes only when one of its issues
+// does: an unchanged page is a free 304), and records each one's labels and
+// state. Issues changed since the last pass are on the pages that come back
+// 200. A census that ran from its first page to its last in this pass also
+// says which items' issues are gone (not listed).
+func (p *pass) readIssues(ctx context.Context, page int, _ int64) (int, error) {
+	opt := &github.IssueListByRepoOptions{State: "all", Sort: "created", Direction: "asc", ListOptions: github.ListOptions{PerPage: 100, Page: page}}
+	p.seen = map[int]bool{}
 	for {
 		if err := p.spend(); err != nil {
 			return opt.Page, err
 		}
+		read := p.m.now()
 		issues, resp, err := p.gh.Issues.ListByRepo(ctx, p.owner, p.name, opt)
 		if err != nil {
 			return opt.Page, fmt.Errorf("list issues: %w", err)
 		}
 		for _, is := range issues {
+			p.seen[is.GetNumber()] = true
 			if is.IsPullRequest() {
 				continue
 			}
@@ -318,20 +330,21 @@ func (p *pass) readIssues(ctx context.Context, page int, since int64) (int, erro
 			for _, l := range is.Labels {
 				st.Labels = append(st.Labels, l.GetName())
 			}
-			if _, err := p.m.Ledger.RecordIssueState(ctx, p.repo.ID, is.GetNumber(), st); err != nil {
+			if _, err := p.m.Ledger.RecordIssueStateRead(ctx, p.repo.ID, is.GetNumber(), st, read); err != nil {
 				return opt.Page, err
 			}
 		}
 		if resp.NextPage == 0 {
+			p.census = page == 1
 			return opt.Page, nil
 		}
 		opt.Page = resp.NextPage
 	}
 }
 
-// readUnknownIssues reads, once, each item's issue warden has no record of
-// (a gap longer than GitHub's redelivery window): gone (404, 410) or moved
-// to another repository is issue-gone.
+// readUnknownIssues reads, once each, the items' issues the census did not
+// list (when it listed every page in this pass), or that warden has no
+// record of: gone (404, 410) or moved to another repository is issue-gone.
 func (p *pass) readUnknownIssues(ctx context.Context) error {
 	rs, err := p.m.Ledger.Snapshot(ctx, p.repo.ID)
 	if err != nil {
@@ -343,7 +356,11 @@ func (p *pass) readUnknownIssues(ctx context.Context) error {
 	}
 	for _, c := range rs.Snapshot.Items {
 		n := c.Item.ID.Number()
-		if _, ok := known[n]; ok {
+		f, ok := known[n]
+		if ok && !f.Exists {
+			continue // already known gone
+		}
+		if ok && (!p.census || p.seen[n]) {
 			continue
 		}
 		if err := p.spend(); err != nil {

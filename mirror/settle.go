@@ -80,6 +80,13 @@ func (m *Mirror) settleItem(ctx context.Context, repo Repo, n int) (string, erro
 	default:
 		outs = append(outs, rep)
 	}
+	// The check runs of the PRs that link it: its admission, park, claim
+	// or tags may have changed their verdict.
+	checks, err := m.recheckPRsOf(ctx, repo, []gating.ItemID{id})
+	if err != nil {
+		return "", err
+	}
+	outs = append(outs, checks...)
 	return strings.Join(outs, "; "), nil
 }
 
@@ -138,39 +145,10 @@ func (m *Mirror) Sweep(ctx context.Context) (int, error) {
 	acted := 0
 	var errs []error
 	for _, repo := range repos {
-		rs, err := m.Ledger.Snapshot(ctx, repo.ID)
-		if errors.Is(err, ErrNotFound) {
-			continue
-		} else if err != nil {
+		outs, err := m.sweepRepo(ctx, repo)
+		acted += len(outs)
+		if err != nil {
 			errs = append(errs, err)
-			continue
-		}
-		set := m.settings(ctx, repo)
-		res := gating.ComputeReady(rs.Snapshot)
-		poisoned := map[gating.ItemID]bool{}
-		for _, d := range res.Defects {
-			if d.Code == gating.ExPoisoned {
-				poisoned[d.Item] = true
-			}
-		}
-		for _, c := range rs.Snapshot.Items {
-			it := rs.Items[c.Item.ID]
-			if !poisoned[it.ID] && !it.hasTag("state:parked") {
-				continue
-			}
-			out, err := m.parkStep(ctx, repo, set, rs, res, it)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s %s: %w", repo.FullName, it.ID, err))
-				continue
-			}
-			if out == "" {
-				continue
-			}
-			acted++
-			m.Log.Info("sweep", "repo", repo.FullName, "item", it.ID, "outcome", out)
-			if _, err := m.settleItem(ctx, repo, it.ID.Number()); err != nil {
-				errs = append(errs, fmt.Errorf("%s %s: %w", repo.FullName, it.ID, err))
-			}
 		}
 	}
 	if n, err := m.flushReports(ctx); err != nil {
@@ -179,6 +157,48 @@ func (m *Mirror) Sweep(ctx context.Context) (int, error) {
 		acted += n
 	}
 	return acted, errors.Join(errs...)
+}
+
+// sweepRepo is the timer pass over one repository: park the items poisoned
+// this epoch, finish parks left half-written, label parked items. It
+// returns what it did.
+func (m *Mirror) sweepRepo(ctx context.Context, repo Repo) ([]string, error) {
+	rs, err := m.Ledger.Snapshot(ctx, repo.ID)
+	if errors.Is(err, ErrNotFound) {
+		return nil, nil
+	} else if err != nil {
+		return nil, err
+	}
+	set := m.settings(ctx, repo)
+	res := gating.ComputeReady(rs.Snapshot)
+	poisoned := map[gating.ItemID]bool{}
+	for _, d := range res.Defects {
+		if d.Code == gating.ExPoisoned {
+			poisoned[d.Item] = true
+		}
+	}
+	var outs []string
+	var errs []error
+	for _, c := range rs.Snapshot.Items {
+		it := rs.Items[c.Item.ID]
+		if !poisoned[it.ID] && !it.hasTag("state:parked") {
+			continue
+		}
+		out, err := m.parkStep(ctx, repo, set, rs, res, it)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s %s: %w", repo.FullName, it.ID, err))
+			continue
+		}
+		if out == "" {
+			continue
+		}
+		outs = append(outs, out)
+		m.Log.Info("sweep", "repo", repo.FullName, "item", it.ID, "outcome", out)
+		if _, err := m.settleItem(ctx, repo, it.ID.Number()); err != nil {
+			errs = append(errs, fmt.Errorf("%s %s: %w", repo.FullName, it.ID, err))
+		}
+	}
+	return outs, errors.Join(errs...)
 }
 
 // ReportSink keeps each item's report comment (Reports).

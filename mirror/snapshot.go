@@ -422,6 +422,18 @@ func (l *Ledger) loadSnapshot(ctx context.Context, q querier, repo Repo, set Rep
 	if err != nil {
 		return nil, fmt.Errorf("snapshot of %s: label findings: %w", repo.FullName, err)
 	}
+	err = eachChunk(ctx, q, repo.ID, nums, `SELECT number, code, detail FROM item_divergences WHERE repo_id = $1`, "number", func(rows *sql.Rows) error {
+		var n int
+		var code, detail string
+		if err := rows.Scan(&n, &code, &detail); err != nil {
+			return err
+		}
+		labelFindings[n] = append(labelFindings[n], gating.Defect{Code: code, Item: gating.IDFor(n), Detail: detail})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("snapshot of %s: divergences: %w", repo.FullName, err)
+	}
 	now := l.cfg.Now().UTC()
 
 	order := make([]int, 0, len(byNum))

@@ -294,7 +294,7 @@ func (m *Mirror) HandleIssueComment(ctx context.Context, ev Event) (string, erro
 	default:
 		return OutcomeIgnored, nil
 	}
-	if p.Issue.PullRequest != nil || p.Issue.Number <= 0 || p.Comment.ID == 0 {
+	if p.Issue.Number <= 0 || p.Comment.ID == 0 {
 		return OutcomeIgnored, nil
 	}
 	repo, err := m.Ledger.RepoByID(ctx, p.Repository.ID)
@@ -302,6 +302,17 @@ func (m *Mirror) HandleIssueComment(ctx context.Context, ev Event) (string, erro
 		return "repository not served", nil
 	} else if err != nil {
 		return "", err
+	}
+	if p.Issue.PullRequest != nil {
+		// A pull request's conversation: /backlog recheck only.
+		if ev.FromSelf {
+			return OutcomeIgnored, nil
+		}
+		out, err := m.handleCommand(ctx, ev, repo, &p, true)
+		if err != nil || out != "" {
+			return out, err
+		}
+		return "a pull request's comment: " + OutcomeIgnored, nil
 	}
 	// The payload carries the issue's labels as of its updated_at: recorded
 	// like an issues delivery's (an older one never overwrites a newer), so
@@ -375,7 +386,7 @@ func (m *Mirror) HandleIssueComment(ctx context.Context, ev Event) (string, erro
 	if ev.FromSelf {
 		return outcome, nil
 	}
-	cmdOut, err := m.handleCommand(ctx, ev, repo, &p, &item)
+	cmdOut, err := m.handleCommand(ctx, ev, repo, &p, false)
 	if err != nil {
 		return "", err
 	}

@@ -31,6 +31,8 @@ type demo struct {
 	pmItem string // the item the project manager made (awaiting admission)
 	item   string // the admitted item the claim steps work on
 	token  int64  // its fencing token
+	pr     int    // the pull request delivering pmItem
+	prSHA  string // its head
 }
 
 func runDemo(ctx context.Context, e env, args []string) int {
@@ -94,7 +96,7 @@ func demoSteps() []demoStep {
 		{"a worker claims the admitted item; a second claimant and an unfenced write are refused", stepClaim},
 		{"the worker renews without a length, then releases", stepRenewRelease},
 	}
-	return append(steps, gateSteps()...)
+	return append(append(steps, gateSteps()...), prSteps()...)
 }
 
 // processed returns warden's record of a delivery.

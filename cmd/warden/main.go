@@ -51,6 +51,7 @@ func commands() []command {
 		{"deliveries", "list the inbox and its dead letters, or retry dead letters", runDeliveries},
 		{"items", "list, show, claim or release backlog items in the ledger", runItems},
 		{"ready", "print a repository's ready set and defect report", runReady},
+		{"reconcile", "run one reconcile pass now (--dry-run: report, write nothing)", runReconcile},
 		{"version", "print the version", runVersion},
 	}
 }

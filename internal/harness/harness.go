@@ -20,6 +20,7 @@ import (
 	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/ghsim"
 	"github.com/wardenhq/warden/internal/service"
+	"github.com/wardenhq/warden/mirror"
 	"github.com/wardenhq/warden/webhooks"
 )
 
@@ -115,7 +116,7 @@ func Start(ctx context.Context, o Options) (*Env, error) {
 		Dispatch:        webhooks.DispatchOptions{Workers: 4, BackoffBase: 20 * time.Millisecond, BackoffMax: 200 * time.Millisecond, MaxAttempts: 4, Poll: 10 * time.Millisecond, Grace: 5 * time.Second},
 		GitHubRetryBase: 5 * time.Millisecond, GitHubMaxWait: 2 * time.Second, Now: o.Now,
 		// The timer pass runs when a test says (Sweep), not on a ticker.
-		SweepInterval: time.Hour,
+		SweepInterval: time.Hour, NoReconcileLoop: true,
 		DeliveryCalls: o.DeliveryCalls,
 	})
 	if err != nil {
@@ -286,4 +287,14 @@ func (e *Env) MustSweep(t TB) {
 	if err := e.Sweep(ctx); err != nil {
 		t.Fatalf("sweep: %v", err)
 	}
+}
+
+// Reconcile runs one reconcile pass over every served repository, as the
+// service's loop would, then settles.
+func (e *Env) Reconcile(ctx context.Context, o mirror.ReconcileOptions) ([]mirror.PassResult, error) {
+	res, err := e.Service.Mirror.ReconcileAll(ctx, o)
+	if err != nil {
+		return res, err
+	}
+	return res, e.Settle(ctx)
 }

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
@@ -51,7 +52,8 @@ type Service struct {
 	Public http.Handler
 	Admin  http.Handler
 
-	sweepEvery time.Duration
+	sweepEvery  time.Duration
+	noReconcile bool
 }
 
 // Options adjust a build for the demo and tests.
@@ -64,6 +66,9 @@ type Options struct {
 	// a delivery made (the bench's calls-per-delivery figure); the
 	// warden_github_calls_per_delivery histogram counts them always.
 	DeliveryCalls CallsObserver
+	// NoReconcileLoop leaves the periodic reconcile to the caller (tests
+	// and the demo run passes when they say).
+	NoReconcileLoop bool
 	// SweepInterval is how often the timer pass runs (parking poison items
 	// whose claims ended, report edits that came due); 0 = 15 s.
 	SweepInterval time.Duration
@@ -82,7 +87,7 @@ func Build(ctx context.Context, s *config.Settings, log *slog.Logger, o Options)
 	if err != nil {
 		return nil, &config.Error{Msg: fmt.Sprintf("WARDEN_DATABASE: %v", err)}
 	}
-	svc := &Service{Settings: s, Log: log, DB: d, Registry: prometheus.NewRegistry(), sweepEvery: o.SweepInterval}
+	svc := &Service{Settings: s, Log: log, DB: d, Registry: prometheus.NewRegistry(), sweepEvery: o.SweepInterval, noReconcile: o.NoReconcileLoop}
 	if svc.sweepEvery <= 0 {
 		svc.sweepEvery = 15 * time.Second
 	}
@@ -152,6 +157,15 @@ func Build(ctx context.Context, s *config.Settings, log *slog.Logger, o Options)
 	}
 	reports.StatusHint = "warden's status page (the operators' listener, GET /)"
 	svc.Mirror.Reports, svc.Mirror.SettingsStore = reports, settingsStore
+	dashboards, err := mirror.OpenDashboards(ctx, d, svc.App, log)
+	if err != nil {
+		svc.Close()
+		return nil, fmt.Errorf("open the dashboards: %w", err)
+	}
+	dashboards.Now, dashboards.Settings = o.Now, repoSettings
+	dashboards.Bot = svc.Mirror.Bot
+	svc.Mirror.Dashboards = dashboards
+	svc.Mirror.HTMLBase, svc.Mirror.StatusHint = htmlBase(s.GitHubAPIURL), reports.StatusHint
 	svc.Router = NewRouter(svc.Mirror, svc.observeCalls(o.DeliveryCalls))
 	opts := o.Dispatch
 	opts.Identity = func(ctx context.Context) (string, error) {
@@ -254,10 +268,14 @@ func (svc *Service) Serve(ctx context.Context, publicAddr, adminAddr string, rea
 			svc.Log.Error("dispatcher stopped", "err", err)
 		}
 	}()
-	wg.Add(1)
+	wg.Add(2)
 	go func() {
 		defer wg.Done()
 		svc.sweep(dctx)
+	}()
+	go func() {
+		defer wg.Done()
+		svc.reconcileLoop(dctx)
 	}()
 	var serveErr error
 	select {
@@ -305,6 +323,27 @@ func (svc *Service) sweep(ctx context.Context) {
 		}
 		if n, err := svc.Mirror.Sweep(ctx); err != nil && ctx.Err() == nil {
 			svc.Log.Warn("sweep", "acted", n, "err", err)
+		}
+	}
+}
+
+// reconcileLoop runs a reconcile pass over every served repository at
+// start and every WARDEN_RECONCILE_INTERVAL until ctx ends (0: never).
+func (svc *Service) reconcileLoop(ctx context.Context) {
+	every := svc.Settings.ReconcileInterval
+	if every <= 0 || svc.noReconcile {
+		return
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		if _, err := svc.Mirror.ReconcileAll(ctx, mirror.ReconcileOptions{}); err != nil && ctx.Err() == nil {
+			svc.Log.Warn("reconcile", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
 		}
 	}
 }
@@ -368,6 +407,11 @@ func (svc *Service) repoFindings(ctx context.Context, st *mirror.SettingsStore, 
 		}
 		out = append(out, gating.Defect{Code: p.Code, Detail: d})
 	}
+	if rd, err := svc.Ledger.RepoDivergences(ctx, r.ID); err != nil {
+		out = append(out, gating.Defect{Code: "pr-without-item", Detail: "the repository's divergences could not be read: " + err.Error()})
+	} else {
+		out = append(out, rd...)
+	}
 	if svc.Acts == nil {
 		return out
 	}
@@ -381,4 +425,18 @@ func (svc *Service) repoFindings(ctx context.Context, st *mirror.SettingsStore, 
 		}
 	}
 	return out
+}
+
+// htmlBase is GitHub's web address for an API base URL: github.com for
+// api.github.com, the host itself for GitHub Enterprise Server (/api/v3)
+// and for anything else (the simulator serves both on one host).
+func htmlBase(api string) string {
+	u, err := url.Parse(api)
+	if err != nil {
+		return "https://github.com"
+	}
+	if u.Host == "api.github.com" {
+		return "https://github.com"
+	}
+	return u.Scheme + "://" + u.Host
 }

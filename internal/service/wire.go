@@ -48,6 +48,9 @@ func NewRouter(m *mirror.Mirror, calls CallsObserver) *webhooks.Router {
 		"issues":                    mirrorHandler(m.HandleIssues, calls),
 		"issue_comment":             mirrorHandler(m.HandleIssueComment, calls),
 		"push":                      mirrorHandler(m.HandlePush, calls),
+		"pull_request":              mirrorHandler(m.HandlePullRequest, calls),
+		"check_suite":               mirrorHandler(m.HandleCheckSuite, calls),
+		"check_run":                 mirrorHandler(m.HandleCheckRun, calls),
 	}
 	for _, e := range SubscribedEvents {
 		if h, ok := wired[e]; ok {
