@@ -47,6 +47,31 @@ func TestProveCompletion(t *testing.T) {
 		reason string
 		subs   []string
 	}{
+		// The merged PR must link the item itself (§9: "that links this item").
+		{"merged PR linking nothing", func() CompletionInput {
+			in := cpInput(cpItem(12, "pr:7"), merged7)
+			in.Claim.Branch = "feat/other"
+			return in
+		}(), false, ReasonCompletionUnproven, []string{"does not link issue-12", "a pr: tag alone proves nothing"}},
+		{"merged PR linking by its body", func() CompletionInput {
+			pr := cpMergedInto(7, "feat/y", "main")
+			pr.Body = "Closes #12"
+			in := cpInput(cpItem(12, "pr:7"), map[int]*PullRequest{7: pr})
+			in.Claim.Branch = "feat/other"
+			return in
+		}(), true, "", nil},
+		{"merged PR naming the item only in code", func() CompletionInput {
+			pr := cpMergedInto(7, "feat/y", "main")
+			pr.Body = "```\nCloses #12\n```"
+			in := cpInput(cpItem(12, "pr:7"), map[int]*PullRequest{7: pr})
+			in.Claim.Branch = "feat/other"
+			return in
+		}(), false, ReasonCompletionUnproven, []string{"does not link"}},
+		{"adopting a direct deployment: no claim, no link needed", func() CompletionInput {
+			in := cpInput(cpItem(12, "pr:7"), map[int]*PullRequest{7: cpMergedInto(7, "hotfix", "main")})
+			in.Claim, in.Token, in.Adopting = ClaimView{}, nil, true
+			return in
+		}(), true, "", nil},
 		// The fence.
 		{"never claimed", func() CompletionInput { in := cpInput(cpItem(12, "pr:7"), merged7); in.Claim = ClaimView{}; return in }(), false, "ClaimRequired", []string{"never claimed"}},
 		{"no token", func() CompletionInput { in := cpInput(cpItem(12, "pr:7"), merged7); in.Token = nil; return in }(), false, "ClaimRequired", []string{"fence 5"}},
