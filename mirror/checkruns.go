@@ -27,6 +27,9 @@ func (m *Mirror) checkHead(ctx context.Context, repo Repo, sha string) (string, 
 	if !set.CheckRun {
 		return "", nil
 	}
+	// One evaluation per head at a time in this process, so a head never
+	// gets two check runs created (replicas: issue 8's locks).
+	defer headLocks.lock(fmt.Sprintf("%d/%s", repo.ID, sha))()
 	prs, err := m.Ledger.PullsWithHead(ctx, repo.ID, sha)
 	if err != nil || len(prs) == 0 {
 		return "", err

@@ -11,26 +11,43 @@ import (
 	"github.com/wardenhq/warden/gating"
 )
 
-// keyedMutex serialises work per key within one process (one head commit's
+// headLocks serialises work per head commit within one process (one head's
 // check run: never two created for one head).
+var headLocks keyedMutex
+
+// keyedMutex is a mutex per key; an entry lives while someone holds or
+// waits for it.
 type keyedMutex struct {
 	mu    sync.Mutex
-	locks map[string]*sync.Mutex
+	locks map[string]*refLock
 }
 
-func (k *keyedMutex) lock(key string) func() {
+type refLock struct {
+	sync.Mutex
+	n int // holders and waiters
+}
+
+func (k *keyedMutex) lock(key string) (unlock func()) {
 	k.mu.Lock()
 	if k.locks == nil {
-		k.locks = map[string]*sync.Mutex{}
+		k.locks = map[string]*refLock{}
 	}
 	l := k.locks[key]
 	if l == nil {
-		l = &sync.Mutex{}
+		l = &refLock{}
 		k.locks[key] = l
 	}
+	l.n++
 	k.mu.Unlock()
 	l.Lock()
-	return l.Unlock
+	return func() {
+		l.Unlock()
+		k.mu.Lock()
+		if l.n--; l.n == 0 {
+			delete(k.locks, key)
+		}
+		k.mu.Unlock()
+	}
 }
 
 type pullRequestPayload struct {
@@ -237,7 +254,8 @@ func (m *Mirror) recheckHead(ctx context.Context, ev Event, repoID int64, sha st
 }
 
 // recheckPRsOf re-runs the check runs of the open PRs that link any of the
-// items (after an item's admission, park, claim or tags changed).
+// items or their dependents (after an item's admission, park, claim or tags
+// changed).
 func (m *Mirror) recheckPRsOf(ctx context.Context, repo Repo, items []gating.ItemID) ([]string, error) {
 	if len(items) == 0 || !m.settings(ctx, repo).CheckRun {
 		return nil, nil
@@ -253,6 +271,15 @@ func (m *Mirror) recheckPRsOf(ctx context.Context, repo Repo, items []gating.Ite
 	want := map[gating.ItemID]bool{}
 	for _, id := range items {
 		want[id] = true
+	}
+	// Their dependents' PRs too: a blocker's state is named in their
+	// verdicts (§3: a blocker's state changes).
+	for _, c := range rs.Snapshot.Items {
+		for _, t := range c.Item.Targets(gating.BlockedBy) {
+			if want[gating.ItemID(t)] {
+				want[c.Item.ID] = true
+			}
+		}
 	}
 	heads := map[string]bool{}
 	var outs []string
