@@ -27,15 +27,24 @@ func (m *Mirror) checkHead(ctx context.Context, repo Repo, sha string) (string, 
 	if !set.CheckRun {
 		return "", nil
 	}
+	rs, err := m.Ledger.Snapshot(ctx, repo.ID)
+	if err != nil {
+		return "", err
+	}
+	return m.checkHeadIn(ctx, repo, set, rs, sha)
+}
+
+// checkHeadIn is checkHead over a snapshot the caller already loaded (a
+// pass judges every head against one snapshot).
+func (m *Mirror) checkHeadIn(ctx context.Context, repo Repo, set RepoSettings, rs *RepoSnapshot, sha string) (string, error) {
+	if !set.CheckRun {
+		return "", nil
+	}
 	// One evaluation per head at a time in this process, so a head never
 	// gets two check runs created (replicas: issue 8's locks).
 	defer headLocks.lock(fmt.Sprintf("%d/%s", repo.ID, sha))()
 	prs, err := m.Ledger.PullsWithHead(ctx, repo.ID, sha)
 	if err != nil || len(prs) == 0 {
-		return "", err
-	}
-	rs, err := m.Ledger.Snapshot(ctx, repo.ID)
-	if err != nil {
 		return "", err
 	}
 	verdict, err := m.judgeHead(ctx, repo, set, rs, prs)

@@ -213,30 +213,30 @@ func (m *Mirror) divergences(ctx context.Context, repo Repo) ([]gating.Defect, e
 }
 
 // refreshDivergences recomputes the repository's divergences from what
-// warden recorded (gating.Divergences), stores them, and settles each item
-// whose findings changed (its report comment). It calls GitHub only for
-// those report edits.
-func (m *Mirror) refreshDivergences(ctx context.Context, repo Repo) ([]gating.Defect, error) {
+// warden recorded, stores them, and returns the items whose findings
+// changed (their report comments are the caller's to settle). No GitHub
+// call.
+func (m *Mirror) refreshDivergences(ctx context.Context, repo Repo) ([]int, error) {
 	ds, err := m.divergences(ctx, repo)
 	if err != nil {
 		return nil, err
 	}
-	changed, err := m.Ledger.replaceDivergences(ctx, repo.ID, ds)
-	if err != nil {
-		return nil, err
-	}
-	for _, n := range changed {
-		if _, err := m.settleItem(ctx, repo, n); err != nil {
-			return nil, err
-		}
-	}
-	return ds, nil
+	return m.Ledger.replaceDivergences(ctx, repo.ID, ds)
 }
 
 // reconcileItems re-derives the divergences after a change that bears on
-// some items (a pull request merged or closed). The whole set is recomputed
-// from the ledger; only the items whose findings changed are settled.
+// some items (a pull request merged or closed, an item completed or
+// released), and settles each item whose findings changed (its report
+// comment). The whole set is recomputed from the ledger.
 func (m *Mirror) reconcileItems(ctx context.Context, repo Repo) error {
-	_, err := m.refreshDivergences(ctx, repo)
-	return err
+	changed, err := m.refreshDivergences(ctx, repo)
+	if err != nil {
+		return err
+	}
+	for _, n := range changed {
+		if _, err := m.settleItem(ctx, repo, n); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -287,7 +287,7 @@ func (m *Mirror) recheckPRsOf(ctx context.Context, repo Repo, items []gating.Ite
 		for _, l := range gating.PRLinks(p.PullRequest, repo.FullName, rs.Snapshot) {
 			if want[l.Item] && !heads[p.HeadSHA] {
 				heads[p.HeadSHA] = true
-				out, err := m.checkHead(ctx, repo, p.HeadSHA)
+				out, err := m.checkHeadIn(ctx, repo, m.settings(ctx, repo), rs, p.HeadSHA)
 				if err != nil {
 					return nil, err
 				}

@@ -507,7 +507,26 @@ func (p *pass) derive(ctx context.Context) error {
 		p.res.Findings = append(p.res.Findings, rs.Ready().Defects...)
 		return nil
 	}
-	if _, err := p.m.refreshDivergences(ctx, p.repo); err != nil {
+	// Writes count against the budget too: derive stops between items
+	// when it is spent, and the next pass derives again (it recomputes
+	// everything from what was recorded, so nothing is lost).
+	changed, err := p.m.refreshDivergences(ctx, p.repo)
+	if err != nil {
+		return err
+	}
+	for _, n := range changed {
+		if err := p.spend(); err != nil {
+			return err
+		}
+		out, err := p.m.settleItem(ctx, p.repo, n)
+		if err != nil {
+			return err
+		}
+		if out != "" {
+			p.res.Actions = append(p.res.Actions, fmt.Sprintf("%s: %s", gating.IDFor(n), out))
+		}
+	}
+	if err := p.spend(); err != nil {
 		return err
 	}
 	acted, err := p.m.sweepRepo(ctx, p.repo)
@@ -519,13 +538,21 @@ func (p *pass) derive(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// Every head is judged against one snapshot of the ledger.
+	rs, err := p.m.Ledger.Snapshot(ctx, p.repo.ID)
+	if err != nil {
+		return err
+	}
 	heads := map[string]bool{}
 	for _, pr := range open {
 		if heads[pr.HeadSHA] {
 			continue
 		}
 		heads[pr.HeadSHA] = true
-		out, err := p.m.checkHead(ctx, p.repo, pr.HeadSHA)
+		if err := p.spend(); err != nil {
+			return err
+		}
+		out, err := p.m.checkHeadIn(ctx, p.repo, p.set, rs, pr.HeadSHA)
 		if err != nil {
 			return err
 		}
@@ -533,8 +560,7 @@ func (p *pass) derive(ctx context.Context) error {
 			p.res.Actions = append(p.res.Actions, out)
 		}
 	}
-	rs, err := p.m.Ledger.Snapshot(ctx, p.repo.ID)
-	if err != nil {
+	if err := p.spend(); err != nil {
 		return err
 	}
 	ready := rs.Ready()
