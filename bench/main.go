@@ -70,6 +70,12 @@ func main() {
 		os.Exit(1)
 	}
 	figs = append(figs, af...)
+	rf, err := benchReconcile(ctx, *quick)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench: reconcile:", err)
+		os.Exit(1)
+	}
+	figs = append(figs, rf...)
 	fmt.Printf("warden bench — %s, %d CPUs, %s\n\n", time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), runtime.Version())
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SECTION\tFIGURE\tVALUE\tWORKLOAD\tCEILING / AIM")
