@@ -28,6 +28,7 @@ import (
 	"github.com/wardenhq/warden/internal/agentapi"
 	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/db"
+	"github.com/wardenhq/warden/internal/mcpapi"
 	"github.com/wardenhq/warden/mirror"
 	"github.com/wardenhq/warden/webhooks"
 )
@@ -183,16 +184,18 @@ func Build(ctx context.Context, s *config.Settings, log *slog.Logger, o Options)
 		DefaultPriority: defaults.DefaultPriority, DefaultPhase: defaults.DefaultPhase, Region: s.Region,
 		Admissions: svc.Acts, RepoKeys: s.MCPRepos, Settings: repoSettings, Writes: svc.Mirror,
 	}, log)
-	svc.Public = svc.publicRoutes(ingress, api)
+	mcp := mcpapi.New(mcpapi.Options{API: api, Tokens: s.APITokens, RepoKeys: s.MCPRepos, Repos: svc.Ledger.Repos, Log: log})
+	svc.Public = svc.publicRoutes(ingress, api, mcp)
 	svc.Admin = svc.adminRoutes()
 	return svc, nil
 }
 
-func (svc *Service) publicRoutes(ingress, api http.Handler) http.Handler {
+func (svc *Service) publicRoutes(ingress, api, mcp http.Handler) http.Handler {
 	r := chi.NewRouter()
 	r.Use(middleware.Recoverer)
 	r.Method(http.MethodPost, "/webhooks", ingress)
 	r.Mount("/api/v1", api)
+	r.Handle("/mcp", mcp)
 	r.Get("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(w, "ok")
