@@ -145,10 +145,10 @@ func (l *Ledger) NoteLabel(ctx context.Context, repoID int64, number int, label 
 		if err != nil {
 			return fmt.Errorf("note %q on #%d: %w", label, number, err)
 		}
-		ms := at.UnixMilli()
-		if ms < updated {
-			return nil
-		}
+		// What warden just did or read is newer than anything recorded
+		// before it, even on a clock that has not moved (a frozen test
+		// clock, or the same millisecond).
+		ms := max(at.UnixMilli(), updated+1)
 		ls, err := decodeLabels(labels)
 		if err != nil {
 			return fmt.Errorf("note %q on #%d: %w", label, number, err)
