@@ -161,6 +161,12 @@ func (s *service) authn(next http.Handler) http.Handler {
 				Status: http.StatusUnauthorized, Detail: detail, Reason: agentapi.ReasonUnauthenticated})
 			return
 		}
+		if r.Method == http.MethodGet {
+			// The event stream outlives the public server's write timeout
+			// (60 s); an authenticated stream is kept open until the client
+			// or the session goes.
+			_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
+		}
 		next.ServeHTTP(w, r)
 	})
 }
