@@ -287,10 +287,7 @@ func (m *Mirror) recheckPR(ctx context.Context, repo Repo, n int) (string, error
 	if err != nil {
 		return "", fmt.Errorf("read pull request #%d: %w", n, err)
 	}
-	rec := PullRecord{PullRequest: gating.PullRequest{Number: pr.GetNumber(), State: pr.GetState(), Merged: pr.GetMerged(),
-		Draft: pr.GetDraft(), Title: pr.GetTitle(), Body: pr.GetBody(), HeadRef: pr.GetHead().GetRef(), HeadSHA: pr.GetHead().GetSHA(),
-		HeadRepoFullName: pr.GetHead().GetRepo().GetFullName(), BaseRef: pr.GetBase().GetRef(), Mergeable: pr.Mergeable},
-		UpdatedAt: pr.GetUpdatedAt().UTC()}
+	rec := pullRecordOf(pr)
 	if _, err := m.Ledger.RecordPull(ctx, repo.ID, rec); err != nil {
 		return "", err
 	}

@@ -5,10 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/google/go-github/v66/github"
 	"github.com/wardenhq/warden/gating"
 	"github.com/wardenhq/warden/internal/db"
 )
@@ -252,16 +251,14 @@ func (p *pullPayload) record() (PullRecord, error) {
 	return r, nil
 }
 
-// prNumberFromURL reads N from ".../pulls/N" (check_suite payloads carry
-// pull_requests with urls and numbers).
-func prNumberFromURL(u string) int {
-	i := strings.LastIndex(u, "/")
-	if i < 0 {
-		return 0
+// pullRecordOf is a pull request as the REST API returned it.
+func pullRecordOf(pr *github.PullRequest) PullRecord {
+	rec := PullRecord{PullRequest: gating.PullRequest{Number: pr.GetNumber(), State: pr.GetState(), Merged: pr.GetMerged() || pr.MergedAt != nil,
+		Draft: pr.GetDraft(), Title: pr.GetTitle(), Body: pr.GetBody(), HeadRef: pr.GetHead().GetRef(), HeadSHA: pr.GetHead().GetSHA(),
+		HeadRepoFullName: pr.GetHead().GetRepo().GetFullName(), BaseRef: pr.GetBase().GetRef(), Mergeable: pr.Mergeable},
+		UpdatedAt: pr.GetUpdatedAt().UTC()}
+	if pr.MergedAt != nil {
+		rec.MergedAt = pr.GetMergedAt().UTC()
 	}
-	n, err := strconv.Atoi(u[i+1:])
-	if err != nil {
-		return 0
-	}
-	return n
+	return rec
 }

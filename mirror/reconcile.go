@@ -292,14 +292,7 @@ func (p *pass) readPulls(ctx context.Context) error {
 }
 
 func (p *pass) recordPull(ctx context.Context, pr *github.PullRequest) error {
-	rec := PullRecord{PullRequest: gating.PullRequest{Number: pr.GetNumber(), State: pr.GetState(), Merged: pr.GetMerged() || pr.MergedAt != nil,
-		Draft: pr.GetDraft(), Title: pr.GetTitle(), Body: pr.GetBody(), HeadRef: pr.GetHead().GetRef(), HeadSHA: pr.GetHead().GetSHA(),
-		HeadRepoFullName: pr.GetHead().GetRepo().GetFullName(), BaseRef: pr.GetBase().GetRef(), Mergeable: pr.Mergeable},
-		UpdatedAt: pr.GetUpdatedAt().UTC()}
-	if pr.MergedAt != nil {
-		rec.MergedAt = pr.GetMergedAt().UTC()
-	}
-	_, err := p.m.Ledger.RecordPull(ctx, p.repo.ID, rec)
+	_, err := p.m.Ledger.RecordPull(ctx, p.repo.ID, pullRecordOf(pr))
 	return err
 }
 
