@@ -127,6 +127,9 @@ func OpenLedger(ctx context.Context, d *db.DB, cfg Config) (*Ledger, error) {
 	if err := d.Migrate(ctx, "trail", trailMigrations); err != nil {
 		return nil, fmt.Errorf("open ledger: %w", err)
 	}
+	if err := d.Migrate(ctx, "anchors", anchorMigrations); err != nil {
+		return nil, fmt.Errorf("open ledger: %w", err)
+	}
 	return l, nil
 }
 

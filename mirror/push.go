@@ -12,9 +12,20 @@ import (
 )
 
 type pushPayload struct {
-	Ref        string `json:"ref"`
-	Deleted    bool   `json:"deleted"`
-	HeadCommit *struct {
+	Ref     string `json:"ref"`
+	Deleted bool   `json:"deleted"`
+	// Before, After, Forced, Compare, Size, DistinctSize and Commits (with
+	// their file lists) are what the anchors read (anchors.go); Size and
+	// DistinctSize are absent from webhooks and present in the events
+	// API's form, where commits are cut to 20.
+	Before       string       `json:"before"`
+	After        string       `json:"after"`
+	Forced       bool         `json:"forced"`
+	Compare      string       `json:"compare"`
+	Size         *int         `json:"size"`
+	DistinctSize *int         `json:"distinct_size"`
+	Commits      []pushCommit `json:"commits"`
+	HeadCommit   *struct {
 		Timestamp string `json:"timestamp"`
 	} `json:"head_commit"`
 	Repository struct {
@@ -25,6 +36,14 @@ type pushPayload struct {
 	Sender struct {
 		Login string `json:"login"`
 	} `json:"sender"`
+}
+
+// pushCommit is one commit of a push payload with the paths it changed.
+type pushCommit struct {
+	ID       string   `json:"id"`
+	Added    []string `json:"added"`
+	Removed  []string `json:"removed"`
+	Modified []string `json:"modified"`
 }
 
 // pushTime is when the push happened: GitHub's repository.pushed_at (its
@@ -54,7 +73,8 @@ func (p *pushPayload) pushTime() time.Time {
 // HandlePush records a push to a branch as evidence of work for the live or
 // lapsed claims whose recorded branch it is (CONTRACT.md §9). A branch
 // deletion is no evidence, nor is a push by warden itself. (Settings
-// reloads, moved base branches and anchors read pushes in later issues.)
+// reloads and moved base branches read pushes elsewhere.) The anchors of
+// the items based on the branch are re-evaluated (anchorsOnPush).
 func (m *Mirror) HandlePush(ctx context.Context, ev Event) (string, error) {
 	if ev.FromSelf {
 		return OutcomeIgnored, nil
@@ -91,6 +111,12 @@ func (m *Mirror) HandlePush(ctx context.Context, ev Event) (string, error) {
 		}
 	}
 	at := p.pushTime()
+	// Anchors of the items based on this branch (CONTRACT.md §3).
+	if out, err := m.anchorsOnPush(ctx, repo, &p, branch, at); err != nil {
+		return "", err
+	} else if out != "" {
+		outs = append(outs, out)
+	}
 	got, err := m.Ledger.RecordPushEvidence(ctx, repo.ID, branch, at)
 	if err != nil {
 		return "", err

@@ -27,6 +27,9 @@ type RepoSnapshot struct {
 	// Trails is what each item's comment trail establishes (absent for an
 	// item with no comment, no grant and no fence).
 	Trails map[gating.ItemID]gating.TrailResult
+	// StaleAnchors are each item's stale anchoredTo links (dangling ones
+	// included), by path; absent for an item with none.
+	StaleAnchors map[gating.ItemID][]AnchorState
 	// RepoDefects are the repository's findings that no item carries
 	// (Config.RepoFindings), reported with the ready set's defects.
 	RepoDefects []gating.Defect
@@ -256,7 +259,7 @@ func eachChunk(ctx context.Context, q querier, repoID int64, nums []int, query, 
 // repository) and what the ready set needs of them, through q.
 func (l *Ledger) loadSnapshot(ctx context.Context, q querier, repo Repo, set RepoSettings, nums []int) (*RepoSnapshot, error) {
 	rs := &RepoSnapshot{Repo: repo, Settings: set, Items: map[gating.ItemID]*Item{}, Grants: map[gating.ItemID][]Grant{},
-		Trails: map[gating.ItemID]gating.TrailResult{}}
+		Trails: map[gating.ItemID]gating.TrailResult{}, StaleAnchors: map[gating.ItemID][]AnchorState{}}
 	byNum := map[int]*Item{}
 	evidence := map[int]int64{}
 	err := eachChunk(ctx, q, repo.ID, nums, snapshotSelect+` WHERE i.repo_id = $1`, "i.number", func(rows *sql.Rows) error {
@@ -434,6 +437,10 @@ func (l *Ledger) loadSnapshot(ctx context.Context, q querier, repo Repo, set Rep
 	if err != nil {
 		return nil, fmt.Errorf("snapshot of %s: divergences: %w", repo.FullName, err)
 	}
+	anchors, err := loadAnchorStates(ctx, q, repo.ID, nums, true)
+	if err != nil {
+		return nil, fmt.Errorf("snapshot of %s: anchors: %w", repo.FullName, err)
+	}
 	now := l.cfg.Now().UTC()
 
 	order := make([]int, 0, len(byNum))
@@ -477,6 +484,10 @@ func (l *Ledger) loadSnapshot(ctx context.Context, q querier, repo Repo, set Rep
 			}
 		}
 		cand.Findings = append(cand.Findings, labelFindings[n]...)
+		if st, ds := currentAnchorFindings(it, repo.DefaultBranch, anchors[n]); len(st) > 0 {
+			rs.StaleAnchors[it.ID] = st
+			cand.Findings = append(cand.Findings, ds...)
+		}
 		cands = append(cands, cand)
 	}
 	rs.Snapshot = gating.Snapshot{Items: cands, Now: now, Region: l.cfg.Region, DefaultBranch: repo.DefaultBranch,

@@ -57,9 +57,15 @@ type ItemDetail struct {
 	LifetimeAttempts int `json:"lifetimeAttempts"`
 	// Claim is the claim status; its state is held, lapsed (quarantined on
 	// evidence of work), abandoned, released, or "" when never claimed.
-	Claim         mirror.ClaimStatus `json:"claim"`
-	StaleLinks    []gating.Link      `json:"staleLinks"`
-	DanglingLinks []gating.Link      `json:"danglingLinks"`
+	Claim mirror.ClaimStatus `json:"claim"`
+	// Stale is true when an anchoredTo target moved on the item's base
+	// branch since the link was written (StaleLinks names them); re-validate
+	// the specification and write the link again. DanglingLinks are links
+	// to nothing: targets that are not items, and anchors with nothing left
+	// at their path (those are stale too).
+	Stale         bool          `json:"stale"`
+	StaleLinks    []gating.Link `json:"staleLinks"`
+	DanglingLinks []gating.Link `json:"danglingLinks"`
 }
 
 // ItemPage is GET /items.
@@ -133,8 +139,9 @@ type ItemReader interface {
 }
 
 // Describe is GET /items/{id}'s answer for an item: its claim status,
-// attempts (this epoch's and its lifetime's), and its dangling links (targets that are not
-// items). staleLinks is empty until anchors are checked against the tree.
+// attempts (this epoch's and its lifetime's), its stale anchors (moved on
+// its base branch, as push deliveries recorded them) and its dangling links
+// (targets that are not items, anchors with nothing left at their path).
 func Describe(ctx context.Context, l ItemReader, repoID int64, it mirror.Item) (ItemDetail, error) {
 	d := ItemDetail{ItemView: ViewOf(it), StaleLinks: []gating.Link{}, DanglingLinks: []gating.Link{}}
 	st, err := l.Status(ctx, repoID, it.ID)
@@ -147,6 +154,14 @@ func Describe(ctx context.Context, l ItemReader, repoID int64, it mirror.Item) (
 		return d, err
 	}
 	d.Attempts, d.LifetimeAttempts = rs.Attempts(it.ID)
+	for _, a := range rs.StaleAnchors[it.ID] {
+		lk := gating.Link{Rel: gating.AnchoredTo, Target: a.Path}
+		d.StaleLinks = append(d.StaleLinks, lk)
+		if a.Dangling {
+			d.DanglingLinks = append(d.DanglingLinks, lk)
+		}
+	}
+	d.Stale = len(d.StaleLinks) > 0
 	seen := map[string]bool{}
 	for _, link := range it.Links {
 		if link.Rel == gating.AnchoredTo || link.Rel == gating.Claims {
@@ -264,7 +279,32 @@ func (h *handler) patchItem(w http.ResponseWriter, r *http.Request) {
 	if h.opt.Writes != nil {
 		h.opt.Writes.AfterUpdate(context.WithoutCancel(ctx), repo, before, it, actor)
 	}
+	if aw, ok := h.opt.Writes.(AnchorWriter); ok {
+		added, removed := anchorTargets(p.AddLinks), anchorTargets(p.RemoveLinks)
+		if len(added)+len(removed) > 0 {
+			if err := aw.AnchorsWritten(context.WithoutCancel(ctx), repo, it, added, removed); err != nil {
+				h.log.Warn("anchors: the written anchoredTo links were not re-validated", "repo", repo.FullName, "item", id, "err", err)
+			}
+		}
+	}
 	writeJSON(w, http.StatusOK, ViewOf(it))
+}
+
+// AnchorWriter hears of anchoredTo links a PATCH wrote (*mirror.Mirror):
+// writing an anchor (again) re-validates it — its blob SHA on the item's
+// base branch is recorded and its stale mark cleared.
+type AnchorWriter interface {
+	AnchorsWritten(ctx context.Context, repo mirror.Repo, it mirror.Item, added, removed []string) error
+}
+
+func anchorTargets(links []gating.Link) []string {
+	var out []string
+	for _, l := range links {
+		if l.Rel == gating.AnchoredTo {
+			out = append(out, l.Target)
+		}
+	}
+	return out
 }
 
 // deleteRequest is DELETE /items/{id}'s optional body.

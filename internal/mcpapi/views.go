@@ -27,9 +27,10 @@ type entryView struct {
 	ExpiresAtUtc     *string  `json:"expiresAtUtc"`
 	RemainingSeconds *float64 `json:"remainingSeconds"`
 	HasExpired       *bool    `json:"hasExpired"`
-	// Stale is true with the drifted anchors in StaleLinks when warden
-	// found any; null otherwise ("not evaluated": warden does not yet check
-	// anchors against the tree, and null never means "fresh").
+	// Stale is true with the drifted anchors in StaleLinks when push
+	// deliveries moved any on the item's base branch since the link was
+	// written (recall's stale); null when the answer carries no verdict
+	// (null never means "fresh").
 	Stale      *bool    `json:"stale"`
 	StaleLinks []string `json:"staleLinks"`
 
