@@ -531,3 +531,37 @@ func (ib *Inbox) Prune(ctx context.Context, cutoff time.Time) (int64, error) {
 	n, _ := res.RowsAffected()
 	return n, nil
 }
+
+// Stored reports which of ids the inbox holds (in any state). It reads only;
+// the redelivery catch-up uses it to find deliveries warden never stored.
+func (ib *Inbox) Stored(ctx context.Context, ids []string) (map[string]bool, error) {
+	out := make(map[string]bool, len(ids))
+	const chunk = 500
+	for start := 0; start < len(ids); start += chunk {
+		part := ids[start:min(start+chunk, len(ids))]
+		marks := make([]string, len(part))
+		args := make([]any, len(part))
+		for i, id := range part {
+			marks[i], args[i] = fmt.Sprintf("$%d", i+1), id
+		}
+		rows, err := ib.db.Read.QueryContext(ctx,
+			`SELECT delivery_id FROM inbox WHERE delivery_id IN (`+strings.Join(marks, ", ")+`)`, args...)
+		if err != nil {
+			return nil, fmt.Errorf("inbox: stored: %w", err)
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("inbox: stored: %w", err)
+			}
+			out[id] = true
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, fmt.Errorf("inbox: stored: %w", err)
+		}
+	}
+	return out, nil
+}

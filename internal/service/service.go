@@ -55,6 +55,7 @@ type Service struct {
 
 	sweepEvery  time.Duration
 	noReconcile bool
+	now         func() time.Time
 }
 
 // Options adjust a build for the demo and tests.
@@ -88,7 +89,7 @@ func Build(ctx context.Context, s *config.Settings, log *slog.Logger, o Options)
 	if err != nil {
 		return nil, &config.Error{Msg: fmt.Sprintf("WARDEN_DATABASE: %v", err)}
 	}
-	svc := &Service{Settings: s, Log: log, DB: d, Registry: prometheus.NewRegistry(), sweepEvery: o.SweepInterval, noReconcile: o.NoReconcileLoop}
+	svc := &Service{Settings: s, Log: log, DB: d, Registry: prometheus.NewRegistry(), sweepEvery: o.SweepInterval, noReconcile: o.NoReconcileLoop, now: o.Now}
 	if svc.sweepEvery <= 0 {
 		svc.sweepEvery = 15 * time.Second
 	}
@@ -330,16 +331,27 @@ func (svc *Service) sweep(ctx context.Context) {
 	}
 }
 
-// reconcileLoop runs a reconcile pass over every served repository at
-// start and every WARDEN_RECONCILE_INTERVAL until ctx ends (0: never).
+// reconcileLoop runs the redelivery catch-up once the App's identity is
+// known, then a catch-up and a reconcile pass over every served repository
+// every WARDEN_RECONCILE_INTERVAL until ctx ends (0: never).
 func (svc *Service) reconcileLoop(ctx context.Context) {
+	if _, err := svc.App.Identity(ctx); err != nil {
+		svc.Log.Warn("catch-up at start skipped: the App's identity is unknown", "err", err)
+	} else if _, err := svc.CatchUp(ctx); err != nil && ctx.Err() == nil {
+		svc.Log.Warn("catch-up", "err", err)
+	}
 	every := svc.Settings.ReconcileInterval
 	if every <= 0 || svc.noReconcile {
 		return
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()
-	for {
+	for first := true; ; first = false {
+		if !first { // the first pass follows the catch-up at start
+			if _, err := svc.CatchUp(ctx); err != nil && ctx.Err() == nil {
+				svc.Log.Warn("catch-up", "err", err)
+			}
+		}
 		if _, err := svc.Mirror.ReconcileAll(ctx, mirror.ReconcileOptions{}); err != nil && ctx.Err() == nil {
 			svc.Log.Warn("reconcile", "err", err)
 		}
@@ -349,6 +361,13 @@ func (svc *Service) reconcileLoop(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+// CatchUp asks GitHub to redeliver the handled webhooks warden never stored
+// (CONTRACT.md §3, catch-up): see webhooks.CatchUp.
+func (svc *Service) CatchUp(ctx context.Context) (webhooks.CatchUpResult, error) {
+	return webhooks.CatchUp(ctx, svc.App.AppClient(), svc.Inbox, svc.Router.Handles, webhooks.CatchUpOptions{
+		Now: svc.now, Log: svc.Log.With("component", "catchup")})
 }
 
 func ignoreClosed(err error) error {
