@@ -52,6 +52,7 @@ func commands() []command {
 		{"items", "list, show, claim or release backlog items in the ledger", runItems},
 		{"ready", "print a repository's ready set and defect report", runReady},
 		{"reconcile", "run one reconcile pass now (--dry-run: report, write nothing)", runReconcile},
+		{"setup", "create the GitHub App from app.yml (the manifest flow) and store its credentials", runSetup},
 		{"version", "print the version", runVersion},
 	}
 }

@@ -25,6 +25,7 @@ func (s *Sim) routes() http.Handler {
 	r.Use(s.observe)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) { writeError(w, http.StatusNotFound, "Not Found") })
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) { writeError(w, http.StatusNotFound, "Not Found") })
+	s.manifestRoutes(r) // the manifest conversion: no authentication, as on GitHub
 	// The App, authenticated with its JWT.
 	r.Group(func(r chi.Router) {
 		r.Use(s.requireJWT)

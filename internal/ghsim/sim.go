@@ -48,6 +48,9 @@ type Sim struct {
 	opt Options
 	key *rsa.PrivateKey
 
+	manifestOnce sync.Once
+	manifestSt   *manifestStore // the manifest flow's codes (manifests.go)
+
 	mu        sync.Mutex
 	nextID    int64
 	users     map[string]*User // by lower-case login
