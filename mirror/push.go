@@ -70,11 +70,13 @@ func (p *pushPayload) pushTime() time.Time {
 	return time.Time{}
 }
 
-// HandlePush records a push to a branch as evidence of work for the live or
-// lapsed claims whose recorded branch it is (CONTRACT.md §9). A branch
-// deletion is no evidence, nor is a push by warden itself. (Settings
-// reloads and moved base branches read pushes elsewhere.) The anchors of
-// the items based on the branch are re-evaluated (anchorsOnPush).
+// HandlePush follows a push to a branch (CONTRACT.md §3): the settings file
+// on the default branch (the store applies the human-push rule), the
+// anchors of the items based on the branch (anchorsOnPush), evidence of
+// work for the live or lapsed claims whose recorded branch it is (§9), and
+// a log of the push for every item that ever had a grant on the branch
+// (takeover collisions, §6). A branch deletion is none of these, nor is a
+// push by warden itself.
 func (m *Mirror) HandlePush(ctx context.Context, ev Event) (string, error) {
 	if ev.FromSelf {
 		return OutcomeIgnored, nil
