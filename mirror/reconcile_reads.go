@@ -1,0 +1,256 @@
+package mirror
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/google/go-github/v66/github"
+	"github.com/wardenhq/warden/gating"
+)
+
+// readPulls lists the open pull requests (every page: unchanged pages are
+// 304s) and records them; a PR recorded open that the list no longer shows
+// is read once to learn how it closed.
+func (p *pass) readPulls(ctx context.Context) error {
+	seen := map[int]bool{}
+	opt := &github.PullRequestListOptions{State: "open", ListOptions: github.ListOptions{PerPage: 100}}
+	for {
+		if err := p.spend(); err != nil {
+			return err
+		}
+		prs, resp, err := p.gh.PullRequests.List(ctx, p.owner, p.name, opt)
+		if err != nil {
+			return fmt.Errorf("list open pull requests: %w", err)
+		}
+		for _, pr := range prs {
+			seen[pr.GetNumber()] = true
+			if err := p.recordPull(ctx, pr); err != nil {
+				return err
+			}
+		}
+		if resp.NextPage == 0 {
+			break
+		}
+		opt.Page = resp.NextPage
+	}
+	recorded, err := p.m.Ledger.OpenPulls(ctx, p.repo.ID)
+	if err != nil {
+		return err
+	}
+	for _, r := range recorded {
+		if seen[r.Number] {
+			continue
+		}
+		if err := p.spend(); err != nil {
+			return err
+		}
+		pr, resp, err := p.gh.PullRequests.Get(ctx, p.owner, p.name, r.Number)
+		if resp != nil && (resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusGone) {
+			r.State, r.UpdatedAt = "closed", p.m.now()
+			if _, err := p.m.Ledger.RecordPull(ctx, p.repo.ID, r); err != nil {
+				return err
+			}
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("read pull request #%d: %w", r.Number, err)
+		}
+		if err := p.recordPull(ctx, pr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *pass) recordPull(ctx context.Context, pr *github.PullRequest) error {
+	_, err := p.m.Ledger.RecordPull(ctx, p.repo.ID, pullRecordOf(pr))
+	return err
+}
+
+// readIssues is the census: it lists every issue, oldest first (state
+// all, sorted by creation, so a page changes only when one of its issues
+// does: an unchanged page is a free 304), and records each one's labels and
+// state. Issues changed since the last pass are on the pages that come back
+// 200. A census that ran from its first page to its last in this pass also
+// says which items' issues are gone (not listed).
+func (p *pass) readIssues(ctx context.Context, page int, _ int64) (int, error) {
+	opt := &github.IssueListByRepoOptions{State: "all", Sort: "created", Direction: "asc", ListOptions: github.ListOptions{PerPage: 100, Page: page}}
+	p.seen = map[int]bool{}
+	for {
+		if err := p.spend(); err != nil {
+			return opt.Page, err
+		}
+		read := p.m.now()
+		issues, resp, err := p.gh.Issues.ListByRepo(ctx, p.owner, p.name, opt)
+		if err != nil {
+			return opt.Page, fmt.Errorf("list issues: %w", err)
+		}
+		for _, is := range issues {
+			p.seen[is.GetNumber()] = true
+			if is.IsPullRequest() {
+				continue
+			}
+			st := IssueState{State: is.GetState(), UpdatedAt: is.GetUpdatedAt().UTC(), Labels: make([]string, 0, len(is.Labels))}
+			for _, l := range is.Labels {
+				st.Labels = append(st.Labels, l.GetName())
+			}
+			if _, err := p.m.Ledger.RecordIssueStateRead(ctx, p.repo.ID, is.GetNumber(), st, read); err != nil {
+				return opt.Page, err
+			}
+		}
+		if resp.NextPage == 0 {
+			p.census = page == 1
+			return opt.Page, nil
+		}
+		opt.Page = resp.NextPage
+	}
+}
+
+// readUnknownIssues reads, once each, the items' issues the census did not
+// list (when it listed every page in this pass), or that warden has no
+// record of: gone (404, 410) or moved to another repository is issue-gone.
+func (p *pass) readUnknownIssues(ctx context.Context) error {
+	rs, err := p.m.Ledger.Snapshot(ctx, p.repo.ID)
+	if err != nil {
+		return err
+	}
+	known, err := p.m.Ledger.issueFacts(ctx, p.repo.ID)
+	if err != nil {
+		return err
+	}
+	for _, c := range rs.Snapshot.Items {
+		n := c.Item.ID.Number()
+		f, ok := known[n]
+		if ok && !f.Exists {
+			continue // already known gone
+		}
+		if ok && (!p.census || p.seen[n]) {
+			continue
+		}
+		if err := p.spend(); err != nil {
+			return err
+		}
+		is, resp, err := p.gh.Issues.Get(ctx, p.owner, p.name, n)
+		st := IssueState{UpdatedAt: p.m.now()}
+		switch {
+		case resp != nil && (resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusGone):
+			st.State = IssueDeleted
+		case err != nil:
+			return fmt.Errorf("read issue #%d: %w", n, err)
+		case is.GetRepositoryURL() != "" && !strings.HasSuffix(strings.ToLower(is.GetRepositoryURL()), "/repos/"+strings.ToLower(p.repo.FullName)):
+			// GitHub followed a transfer's redirect to the issue's new home.
+			st.State = IssueTransferred
+		default:
+			st.State, st.UpdatedAt = is.GetState(), is.GetUpdatedAt().UTC()
+			for _, l := range is.Labels {
+				st.Labels = append(st.Labels, l.GetName())
+			}
+		}
+		if _, err := p.m.Ledger.RecordIssueState(ctx, p.repo.ID, n, st); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readGreens reads, for each open PR that delivers an item with no live
+// claim and no state:complete (a resume candidate), whether its head is
+// green: mergeable, and every check run but backlog and every commit status
+// passed. Conditional reads: an unchanged head costs 304s.
+func (p *pass) readGreens(ctx context.Context) error {
+	rs, err := p.m.Ledger.Snapshot(ctx, p.repo.ID)
+	if err != nil {
+		return err
+	}
+	open, err := p.m.Ledger.OpenPulls(ctx, p.repo.ID)
+	if err != nil {
+		return err
+	}
+	now := p.m.now()
+	for _, pr := range open {
+		candidate := false
+		for _, l := range gating.PRLinks(pr.PullRequest, p.repo.FullName, rs.Snapshot) {
+			it := rs.Items[l.Item]
+			if it == nil {
+				continue
+			}
+			s := it.Snapshot()
+			if s.HasTag("state:complete") {
+				continue
+			}
+			if base, _ := s.Tag("baseBranch"); base == pr.HeadRef {
+				continue // carried, not delivered
+			}
+			for _, c := range rs.Snapshot.Items {
+				if c.Item.ID == l.Item {
+					switch gating.ClaimStateOf(c.Claim, now, rs.Snapshot.Quarantine) {
+					case gating.StateHeld, gating.StateLapsed:
+					default:
+						candidate = true
+					}
+				}
+			}
+		}
+		if !candidate {
+			continue
+		}
+		green, err := p.green(ctx, pr)
+		if err != nil {
+			return err
+		}
+		if err := p.m.Ledger.setGreen(ctx, p.repo.ID, pr.Number, pr.HeadSHA, green); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (p *pass) green(ctx context.Context, pr PullRecord) (bool, error) {
+	if err := p.spend(); err != nil {
+		return false, err
+	}
+	full, _, err := p.gh.PullRequests.Get(ctx, p.owner, p.name, pr.Number)
+	if err != nil {
+		return false, fmt.Errorf("read pull request #%d: %w", pr.Number, err)
+	}
+	if full.GetHead().GetSHA() != pr.HeadSHA || full.Mergeable == nil || !full.GetMergeable() || full.GetDraft() {
+		return false, nil
+	}
+	opt := &github.ListCheckRunsOptions{ListOptions: github.ListOptions{PerPage: 100}}
+	for {
+		if err := p.spend(); err != nil {
+			return false, err
+		}
+		runs, resp, err := p.gh.Checks.ListCheckRunsForRef(ctx, p.owner, p.name, pr.HeadSHA, opt)
+		if err != nil {
+			return false, fmt.Errorf("check runs of %s: %w", shortSHA(pr.HeadSHA), err)
+		}
+		for _, r := range runs.CheckRuns {
+			if r.GetName() == CheckRunName {
+				continue
+			}
+			if r.GetStatus() != "completed" {
+				return false, nil
+			}
+			switch r.GetConclusion() {
+			case "success", "neutral", "skipped":
+			default:
+				return false, nil
+			}
+		}
+		if resp.NextPage == 0 {
+			break
+		}
+		opt.Page = resp.NextPage
+	}
+	if err := p.spend(); err != nil {
+		return false, err
+	}
+	cs, _, err := p.gh.Repositories.GetCombinedStatus(ctx, p.owner, p.name, pr.HeadSHA, &github.ListOptions{PerPage: 100})
+	if err != nil {
+		return false, fmt.Errorf("statuses of %s: %w", shortSHA(pr.HeadSHA), err)
+	}
+	return cs.GetTotalCount() == 0 || cs.GetState() == "success", nil
+}
