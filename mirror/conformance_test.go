@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -15,11 +16,30 @@ import (
 
 	"github.com/wardenhq/warden/gating"
 	"github.com/wardenhq/warden/internal/db"
+	"github.com/wardenhq/warden/internal/db/dbtest"
 )
 
 // TestLedgerConformanceSQLite runs the ledger's conformance suite on SQLite.
 func TestLedgerConformanceSQLite(t *testing.T) {
 	RunConformance(t, openSQLiteLedger)
+}
+
+// TestLedgerConformancePostgres runs the same suite on PostgreSQL when
+// WARDEN_TEST_POSTGRES holds a URL (each test gets a fresh schema).
+func TestLedgerConformancePostgres(t *testing.T) {
+	if os.Getenv(dbtest.PostgresEnv) == "" {
+		t.Skip("PostgreSQL ledger conformance skipped: set " + dbtest.PostgresEnv + " to a postgres:// URL to run it")
+	}
+	RunConformance(t, openPostgresLedger)
+}
+
+func openPostgresLedger(t *testing.T) *Ledger {
+	t.Helper()
+	l, err := OpenLedger(context.Background(), dbtest.Postgres(t), Config{Region: "local"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
 }
 
 func openSQLiteLedger(t *testing.T) *Ledger {

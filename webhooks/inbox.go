@@ -83,6 +83,30 @@ CREATE TABLE inbox (
 CREATE INDEX inbox_pending ON inbox (next_attempt_at, seq) WHERE state = 'pending';
 CREATE INDEX inbox_dead ON inbox (seq) WHERE state = 'dead';
 CREATE INDEX inbox_done ON inbox (done_at) WHERE state = 'done';
+`, Postgres: `
+CREATE TABLE inbox (
+	seq BIGSERIAL PRIMARY KEY,
+	delivery_id TEXT NOT NULL UNIQUE,
+	event TEXT NOT NULL,
+	hook_id TEXT NOT NULL DEFAULT '',
+	payload BYTEA NOT NULL,
+	encoding TEXT NOT NULL DEFAULT '',
+	received_at BIGINT NOT NULL,
+	state TEXT NOT NULL DEFAULT 'pending',
+	attempts BIGINT NOT NULL DEFAULT 0,
+	next_attempt_at BIGINT NOT NULL,
+	last_error TEXT NOT NULL DEFAULT '',
+	done_at BIGINT,
+	outcome TEXT NOT NULL DEFAULT '',
+	action TEXT NOT NULL DEFAULT '',
+	installation_id BIGINT NOT NULL DEFAULT 0,
+	repo TEXT NOT NULL DEFAULT '',
+	number BIGINT NOT NULL DEFAULT 0,
+	sender TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX inbox_pending ON inbox (next_attempt_at, seq) WHERE state = 'pending';
+CREATE INDEX inbox_dead ON inbox (seq) WHERE state = 'dead';
+CREATE INDEX inbox_done ON inbox (done_at) WHERE state = 'done';
 `}, {Version: 2, SQL: `
 -- Due walks the pending deliveries in receipt order: without this index the
 -- planner (no ANALYZE statistics) walks every row of the inbox by rowid.

@@ -19,6 +19,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/wardenhq/warden/internal/db"
+	"github.com/wardenhq/warden/internal/db/dbtest"
 )
 
 // ---- helpers shared by the package's tests ----
@@ -26,10 +27,23 @@ import (
 // discardLogger is a logger that writes nowhere.
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-// openTestDB opens a SQLite database file at path.
+// pgSchemas, when not nil, makes openTestDB open PostgreSQL instead of
+// SQLite: each distinct path gets a fresh schema of its own (so a test that
+// reopens a path reopens the same schema). TestInboxPostgres sets it.
+var pgSchemas map[string]string
+
+// openTestDB opens a SQLite database file at path (or, under
+// TestInboxPostgres, the PostgreSQL schema standing for path).
 func openTestDB(t testing.TB, path string) *db.DB {
 	t.Helper()
-	d, err := db.Open(context.Background(), "sqlite:"+path)
+	dsn := "sqlite:" + path
+	if pgSchemas != nil {
+		if pgSchemas[path] == "" {
+			pgSchemas[path] = dbtest.PostgresURL(t)
+		}
+		dsn = pgSchemas[path]
+	}
+	d, err := db.Open(context.Background(), dsn)
 	if err != nil {
 		t.Fatalf("db.Open: %v", err)
 	}
@@ -633,7 +647,11 @@ func TestInboxBadDeliveryDoesNotFailItsBatch(t *testing.T) {
 	d, ib := newTestInbox(t)
 	ctx := context.Background()
 	// Hold the single write connection so that the writer blocks and the
-	// next deliveries queue up into one batch.
+	// next deliveries queue up into one batch. (On PostgreSQL the write pool
+	// has several connections: narrow it to one for this test.)
+	if d.Dialect == db.Postgres {
+		d.Write.SetMaxOpenConns(1)
+	}
 	conn, err := d.Write.Conn(ctx)
 	if err != nil {
 		t.Fatal(err)

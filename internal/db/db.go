@@ -17,7 +17,8 @@ import (
 	"strings"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" driver (pure Go, no cgo)
+	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
+	_ "modernc.org/sqlite"             // registers the "sqlite" driver (pure Go, no cgo)
 )
 
 // Dialect names the SQL dialect behind a DB.
@@ -56,7 +57,7 @@ func Open(ctx context.Context, dsn string) (*DB, error) {
 	case strings.HasPrefix(dsn, "sqlite:"):
 		return openSQLite(ctx, strings.TrimPrefix(dsn, "sqlite:"))
 	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
-		return nil, fmt.Errorf("%w: PostgreSQL support is not built yet (%s)", ErrUnsupported, redact(dsn))
+		return openPostgres(ctx, dsn)
 	default:
 		return nil, fmt.Errorf("%w: %q is neither sqlite:PATH nor a postgres:// URL", ErrUnsupported, redact(dsn))
 	}
@@ -139,6 +140,38 @@ func openSQLite(ctx context.Context, path string) (*DB, error) {
 	return d, nil
 }
 
+// openPostgres opens a pgx pool for a postgres:// or postgresql:// URL. On
+// PostgreSQL, Write and Read are the same pool: the server arbitrates
+// concurrent writers, and there is no WAL checkpointer to run.
+func openPostgres(ctx context.Context, dsn string) (*DB, error) {
+	src := redact(dsn)
+	pool, err := sql.Open("pgx", dsn)
+	if err != nil {
+		// pgx's parse errors may quote the URL; do not repeat it.
+		return nil, fmt.Errorf("open postgres %s: invalid URL", src)
+	}
+	pool.SetMaxOpenConns(16)
+	pool.SetMaxIdleConns(8)
+	pool.SetConnMaxIdleTime(5 * time.Minute)
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := pool.PingContext(pctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open postgres %s: %s", src, scrub(err.Error(), dsn))
+	}
+	return &DB{Dialect: Postgres, Write: pool, Read: pool, Source: src}, nil
+}
+
+// scrub removes the password of dsn from msg.
+func scrub(msg, dsn string) string {
+	if u, err := url.Parse(dsn); err == nil && u.User != nil {
+		if pw, ok := u.User.Password(); ok && pw != "" {
+			msg = strings.ReplaceAll(msg, pw, "xxxxx")
+		}
+	}
+	return msg
+}
+
 // checkpointer copies the WAL back into the database file in the background
 // (PASSIVE: it never blocks the writer or readers) once a second,
 // and truncates it on close.
@@ -174,6 +207,9 @@ func (d *DB) Close() error {
 			close(d.stopCheckpoint)
 		}
 		<-d.checkpointDone
+	}
+	if d.Read == d.Write {
+		return d.Write.Close()
 	}
 	return errors.Join(d.Write.Close(), d.Read.Close())
 }

@@ -13,6 +13,18 @@ type Migration struct {
 	Version int
 	// SQL is run as one script; on SQLite it may hold several statements.
 	SQL string
+	// Postgres, when set, replaces SQL on PostgreSQL (for a step whose DDL
+	// differs between the dialects: AUTOINCREMENT, BLOB, 32-bit INTEGER).
+	// SQLite always runs SQL, so existing SQLite databases keep their schema.
+	Postgres string
+}
+
+// script is the step's SQL for dialect.
+func (s Migration) script(dialect Dialect) string {
+	if dialect == Postgres && s.Postgres != "" {
+		return s.Postgres
+	}
+	return s.SQL
 }
 
 // Migrate applies the component's migrations that have not run yet. It is
@@ -50,7 +62,7 @@ func (d *DB) apply(ctx context.Context, component string, s Migration) error {
 	if n > 0 {
 		return nil
 	}
-	if _, err := tx.ExecContext(ctx, s.SQL); err != nil {
+	if _, err := tx.ExecContext(ctx, s.script(d.Dialect)); err != nil {
 		return fmt.Errorf("migrate %s v%d: %w", component, s.Version, err)
 	}
 	if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (component, version, applied_at) VALUES ($1, $2, $3)`,
