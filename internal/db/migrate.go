@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"time"
 )
@@ -27,29 +28,48 @@ func (s Migration) script(dialect Dialect) string {
 	return s.SQL
 }
 
+// migrationLock is the PostgreSQL advisory lock key under which migrations
+// run ("warden-migrate" as a number): replicas starting at once take turns.
+const migrationLock = 0x77617264656e6d
+
 // Migrate applies the component's migrations that have not run yet. It is
-// safe to call at every start.
+// safe to call at every start, and from several replicas at once: on
+// PostgreSQL the migrations run under a session advisory lock, so each step
+// is applied once and nobody fails on another's CREATE.
 func (d *DB) Migrate(ctx context.Context, component string, steps []Migration) error {
-	if _, err := d.Write.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+	for i, s := range steps {
+		if i > 0 && s.Version <= steps[i-1].Version {
+			return fmt.Errorf("migrate %s: versions out of order at %d", component, s.Version)
+		}
+	}
+	conn, err := d.Write.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate %s: %w", component, err)
+	}
+	defer conn.Close()
+	if d.Dialect == Postgres {
+		if _, err := conn.ExecContext(ctx, `SELECT pg_advisory_lock($1)`, int64(migrationLock)); err != nil {
+			return fmt.Errorf("migrate %s: take the migration lock: %w", component, err)
+		}
+		defer conn.ExecContext(context.WithoutCancel(ctx), `SELECT pg_advisory_unlock($1)`, int64(migrationLock))
+	}
+	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		component TEXT NOT NULL,
 		version INTEGER NOT NULL,
 		applied_at INTEGER NOT NULL,
 		PRIMARY KEY (component, version))`); err != nil {
 		return fmt.Errorf("migrate %s: create schema_migrations: %w", component, err)
 	}
-	for i, s := range steps {
-		if i > 0 && s.Version <= steps[i-1].Version {
-			return fmt.Errorf("migrate %s: versions out of order at %d", component, s.Version)
-		}
-		if err := d.apply(ctx, component, s); err != nil {
+	for _, s := range steps {
+		if err := d.apply(ctx, conn, component, s); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (d *DB) apply(ctx context.Context, component string, s Migration) error {
-	tx, err := d.Write.BeginTx(ctx, nil)
+func (d *DB) apply(ctx context.Context, conn *sql.Conn, component string, s Migration) error {
+	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("migrate %s v%d: begin: %w", component, s.Version, err)
 	}

@@ -57,3 +57,43 @@ func TestPostgresOpenAndMigrate(t *testing.T) {
 		t.Fatalf("a failed step left %d rows (%v), want 2", n, err)
 	}
 }
+
+// Replicas starting at once migrate one database: every step is applied
+// once and none of them fails (a lock serialises the migrations).
+func TestPostgresConcurrentMigrate(t *testing.T) {
+	url := dbtest.PostgresURL(t)
+	ctx := context.Background()
+	steps := []db.Migration{
+		{Version: 1, SQL: `CREATE TABLE t (id BIGINT NOT NULL)`},
+		{Version: 2, SQL: `INSERT INTO t (id) VALUES (1)`},
+		{Version: 3, SQL: `INSERT INTO t (id) VALUES (2)`},
+	}
+	const replicas = 6
+	dbs := make([]*db.DB, replicas)
+	for i := range dbs {
+		d, err := db.Open(ctx, url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer d.Close()
+		dbs[i] = d
+	}
+	errs := make(chan error, replicas)
+	start := make(chan struct{})
+	for _, d := range dbs {
+		go func() {
+			<-start
+			errs <- d.Migrate(ctx, "c", steps)
+		}()
+	}
+	close(start)
+	for range dbs {
+		if err := <-errs; err != nil {
+			t.Errorf("a replica's migration failed: %v", err)
+		}
+	}
+	var n int
+	if err := dbs[0].Read.QueryRowContext(ctx, `SELECT COUNT(*) FROM t`).Scan(&n); err != nil || n != 2 {
+		t.Fatalf("%d rows (%v), want 2: each step applied once", n, err)
+	}
+}
