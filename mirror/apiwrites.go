@@ -95,22 +95,15 @@ func (m *Mirror) AfterUpdate(ctx context.Context, repo Repo, before, after Item,
 	n := after.ID.Number()
 	err := func() error {
 		if before.hasTag("state:parked") && !after.hasTag("state:parked") && actor.Role == gating.RoleHuman {
-			if err := m.Acts.StartEpoch(ctx, repo.ID, n, m.now(), actor.Name); err != nil {
+			if err := m.unparked(ctx, repo, n, m.now(), actor.Name); err != nil {
 				return err
-			}
-			if err := m.Acts.ClearParkRecord(ctx, repo.ID, n); err != nil {
-				return err
-			}
-			for _, c := range []string{CodeAgentRemovedPark, CodeParkWithoutQuestion, CodeParkLabelWithoutTag} {
-				if err := m.Acts.CloseLabelFinding(ctx, repo.ID, n, c); err != nil {
-					return err
-				}
 			}
 			gh, err := m.GitHub.Installation(repo.Installation)
 			if err != nil {
 				return err
 			}
-			if err := m.removeLabel(ctx, gh, repo, m.settings(ctx, repo), n, m.settings(ctx, repo).ParkedLabel); err != nil {
+			set := m.settings(ctx, repo)
+			if err := m.removeLabel(ctx, gh, repo, set, n, set.ParkedLabel); err != nil {
 				return err
 			}
 		}

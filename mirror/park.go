@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -48,20 +49,39 @@ func (m *Mirror) maintain(ctx context.Context, repo Repo, id gating.ItemID, acto
 	return ferr
 }
 
-// routeTags are the item's ruling-owner:* and ruling-topic:* tags.
-func routeTags(it *Item) []string {
+// routeTags are the item's ruling-owner:* and ruling-topic:* tags, but for
+// those in keep (a park's new route keeps what it re-writes).
+func routeTags(it *Item, keep ...string) []string {
 	var out []string
 	for _, t := range it.Tags {
-		if strings.HasPrefix(t, "ruling-owner:") || strings.HasPrefix(t, "ruling-topic:") {
+		if (strings.HasPrefix(t, "ruling-owner:") || strings.HasPrefix(t, "ruling-topic:")) && !slices.Contains(keep, t) {
 			out = append(out, t)
 		}
 	}
 	return out
 }
 
+// unparked records what follows a human's unpark, however it was made (a
+// label removal, /backlog unpark, a human token's write): a new attempt
+// epoch from at, the park record forgotten, the park findings closed.
+func (m *Mirror) unparked(ctx context.Context, repo Repo, n int, at time.Time, by string) error {
+	if err := m.Acts.StartEpoch(ctx, repo.ID, n, at, by); err != nil {
+		return err
+	}
+	if err := m.Acts.ClearParkRecord(ctx, repo.ID, n); err != nil {
+		return err
+	}
+	for _, c := range []string{CodeAgentRemovedPark, CodeParkWithoutQuestion, CodeParkLabelWithoutTag} {
+		if err := m.Acts.CloseLabelFinding(ctx, repo.ID, n, c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // unpark is a human's unpark (label removal or /backlog unpark): it removes
 // state:parked and the route, starts a new attempt epoch and closes the park
-// findings. labelGone says the parked label is already off the issue.
+// findings.
 func (m *Mirror) unpark(ctx context.Context, repo Repo, n int, by string, at time.Time, how string) (string, error) {
 	id := gating.IDFor(n)
 	it, err := m.Ledger.Get(ctx, repo.ID, id)
@@ -79,16 +99,8 @@ func (m *Mirror) unpark(ctx context.Context, repo Repo, n int, by string, at tim
 			return "", fmt.Errorf("unpark %s: %w", id, err)
 		}
 	}
-	if err := m.Acts.StartEpoch(ctx, repo.ID, n, at, by); err != nil {
+	if err := m.unparked(ctx, repo, n, at, by); err != nil {
 		return "", err
-	}
-	if err := m.Acts.ClearParkRecord(ctx, repo.ID, n); err != nil {
-		return "", err
-	}
-	for _, c := range []string{CodeAgentRemovedPark, CodeParkWithoutQuestion, CodeParkLabelWithoutTag} {
-		if err := m.Acts.CloseLabelFinding(ctx, repo.ID, n, c); err != nil {
-			return "", err
-		}
 	}
 	return fmt.Sprintf("%s unparked by %s (%s): a new attempt epoch", id, by, how), nil
 }
@@ -105,12 +117,7 @@ func (m *Mirror) manualPark(ctx context.Context, repo Repo, set RepoSettings, n 
 		return "", err
 	}
 	want := []string{"state:parked", "ruling-owner:" + owner, "ruling-topic:" + topic}
-	var remove []string
-	for _, t := range routeTags(&it) {
-		if t != want[1] && t != want[2] {
-			remove = append(remove, t)
-		}
-	}
+	remove := routeTags(&it, want...)
 	actor := Actor{Role: gating.RoleHuman, Name: by}
 	var token int64
 	err = m.maintain(ctx, repo, id, actor, func(tok int64) error {
@@ -165,12 +172,7 @@ func (m *Mirror) poisonPark(ctx context.Context, repo Repo, set RepoSettings, rs
 			return fmt.Sprintf("%s would be parked at %d attempts (dry run)", id, attempts), nil
 		}
 		tags := []string{"state:parked", "ruling-owner:" + set.RulingOwner, "ruling-topic:poison-threshold"}
-		var remove []string
-		for _, t := range routeTags(it) {
-			if t != tags[1] && t != tags[2] {
-				remove = append(remove, t)
-			}
-		}
+		remove := routeTags(it, tags...)
 		actor := Actor{Role: gating.RoleWarden, Name: "warden"}
 		err := m.maintain(ctx, repo, id, actor, func(tok int64) error {
 			rec.Fence = tok
