@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/google/go-github/v66/github"
 	"github.com/wardenhq/warden/gating"
 )
 
@@ -50,21 +51,12 @@ func (k *keyedMutex) lock(key string) (unlock func()) {
 	}
 }
 
-type pullRequestPayload struct {
-	Action      string      `json:"action"`
-	PullRequest pullPayload `json:"pull_request"`
-	Repository  struct {
-		ID       int64  `json:"id"`
-		FullName string `json:"full_name"`
-	} `json:"repository"`
-}
-
 // HandlePullRequest records a pull request and re-runs the `backlog` check
 // on its head (opened, reopened, synchronize, edited, ready_for_review); on
 // close it re-runs the check runs of the other PRs of its head and settles
 // the items it linked (merged-not-complete, complete-with-open-pr).
 func (m *Mirror) HandlePullRequest(ctx context.Context, ev Event) (string, error) {
-	var p pullRequestPayload
+	var p github.PullRequestEvent
 	if err := json.Unmarshal(ev.Payload, &p); err != nil {
 		return "", fmt.Errorf("pull_request payload: %w", err)
 	}
@@ -73,16 +65,16 @@ func (m *Mirror) HandlePullRequest(ctx context.Context, ev Event) (string, error
 	default:
 		return OutcomeIgnored, nil
 	}
-	repo, err := m.Ledger.RepoByID(ctx, p.Repository.ID)
+	repo, err := m.Ledger.RepoByID(ctx, p.GetRepo().GetID())
 	if errors.Is(err, ErrNotFound) {
 		return "repository not served", nil
 	} else if err != nil {
 		return "", err
 	}
-	rec, err := p.PullRequest.record()
-	if err != nil {
-		return "", err
+	if p.PullRequest == nil {
+		return "", errors.New("pull_request payload: no pull_request")
 	}
+	rec := pullRecordOf(p.PullRequest)
 	applied, err := m.Ledger.RecordPull(ctx, repo.ID, rec)
 	if err != nil {
 		return "", err

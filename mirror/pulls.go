@@ -67,8 +67,8 @@ type PullRecord struct {
 // RecordPull stores a PR's view unless a newer one is stored. It reports
 // whether it applied.
 func (l *Ledger) RecordPull(ctx context.Context, repoID int64, p PullRecord) (bool, error) {
-	if p.Number <= 0 {
-		return false, refusal(ReasonInvalidRequest, "pull request number %d is not positive", p.Number)
+	if err := checkPullRecord(p); err != nil {
+		return false, err
 	}
 	mergeable := mergeableUnknown
 	if p.Mergeable != nil {
@@ -207,51 +207,8 @@ func (l *Ledger) putCheckRun(ctx context.Context, repoID int64, sha string, c ch
 	return nil
 }
 
-// pullPayload is a pull request as webhook payloads and the REST API carry
-// it.
-type pullPayload struct {
-	Number    int    `json:"number"`
-	State     string `json:"state"`
-	Merged    bool   `json:"merged"`
-	Draft     bool   `json:"draft"`
-	Title     string `json:"title"`
-	Body      string `json:"body"`
-	MergedAt  string `json:"merged_at"`
-	UpdatedAt string `json:"updated_at"`
-	Mergeable *bool  `json:"mergeable"`
-	Head      struct {
-		Ref  string `json:"ref"`
-		SHA  string `json:"sha"`
-		Repo *struct {
-			FullName string `json:"full_name"`
-		} `json:"repo"`
-	} `json:"head"`
-	Base struct {
-		Ref string `json:"ref"`
-	} `json:"base"`
-}
-
-func (p *pullPayload) record() (PullRecord, error) {
-	r := PullRecord{PullRequest: gating.PullRequest{Number: p.Number, State: p.State, Merged: p.Merged || p.MergedAt != "",
-		Draft: p.Draft, Title: p.Title, Body: p.Body, HeadRef: p.Head.Ref, HeadSHA: p.Head.SHA, BaseRef: p.Base.Ref, Mergeable: p.Mergeable}}
-	if p.Head.Repo != nil {
-		r.HeadRepoFullName = p.Head.Repo.FullName
-	}
-	if t, ok := parseGHTime(p.MergedAt); ok {
-		r.MergedAt = t
-	}
-	t, ok := parseGHTime(p.UpdatedAt)
-	if !ok {
-		return r, fmt.Errorf("pull request #%d: updated_at %q is no time", p.Number, p.UpdatedAt)
-	}
-	r.UpdatedAt = t
-	if r.Number <= 0 || r.HeadSHA == "" || (r.State != "open" && r.State != "closed") {
-		return r, fmt.Errorf("pull request #%d: number, head sha or state (%q) missing", p.Number, r.State)
-	}
-	return r, nil
-}
-
-// pullRecordOf is a pull request as the REST API returned it.
+// pullRecordOf is a pull request as GitHub carries it (the REST API and
+// pull_request webhooks alike).
 func pullRecordOf(pr *github.PullRequest) PullRecord {
 	rec := PullRecord{PullRequest: gating.PullRequest{Number: pr.GetNumber(), State: pr.GetState(), Merged: pr.GetMerged() || pr.MergedAt != nil,
 		Draft: pr.GetDraft(), Title: pr.GetTitle(), Body: pr.GetBody(), HeadRef: pr.GetHead().GetRef(), HeadSHA: pr.GetHead().GetSHA(),
@@ -261,4 +218,13 @@ func pullRecordOf(pr *github.PullRequest) PullRecord {
 		rec.MergedAt = pr.GetMergedAt().UTC()
 	}
 	return rec
+}
+
+// checkPullRecord refuses a pull request view that lacks what warden keys
+// it by (hostile or truncated payloads are not recorded half).
+func checkPullRecord(r PullRecord) error {
+	if r.Number <= 0 || r.HeadSHA == "" || (r.State != "open" && r.State != "closed") || r.UpdatedAt.IsZero() {
+		return fmt.Errorf("pull request #%d: number, head sha, state (%q) or updated_at missing", r.Number, r.State)
+	}
+	return nil
 }
