@@ -140,7 +140,7 @@ func Divergences(f RepoFacts) []Defect {
 			}
 			// A green pull request into the wrong base is no resume: merging
 			// it would not complete the item.
-			if rightBase && e.st == stLive && !e.claim.InFlight() && f.Green[n] && !pr.Draft && (pr.Mergeable == nil || *pr.Mergeable) {
+			if rightBase && x.resumable(i, pr) && f.Green[n] {
 				add("resumable-green-pr", e.id, "ledger: %s is live with no live claim (%s) and no state:complete; %s is green and mergeable (%s): the cheapest resume, before any fresh item",
 					e.id, x.claimWords(i), gh, how)
 			}
@@ -281,6 +281,73 @@ func (x *index) deliveredBy(i int32, pr PullRequest, repo string) bool {
 		return false
 	}
 	return true
+}
+
+// resumable reports whether pr, if green, would be item i's cheapest
+// resume: the item is live with no live claim and no state:complete, and
+// pr is no draft and not known unmergeable. (Delivery and the base are the
+// caller's to have checked.)
+func (x *index) resumable(i int32, pr PullRequest) bool {
+	e := &x.es[i]
+	return e.st == stLive && !e.claim.InFlight() && !pr.Draft && (pr.Mergeable == nil || *pr.Mergeable)
+}
+
+// ResumeCandidates lists, by number, the open pull requests whose checks
+// decide a resumable-green-pr: each delivers, into its baseBranch:, an item
+// that would be resumed if the pull request were green. The reconcile reads
+// the checks of these alone (Green decides).
+func ResumeCandidates(f RepoFacts) []int {
+	s := f.Snapshot
+	x := newIndex(&s)
+	var out []int
+	for _, pr := range f.OpenPRs {
+		if !pr.Open() {
+			continue
+		}
+		for _, l := range f.Links[pr.Number] {
+			i, ok := x.byID[l.Item]
+			if !ok || !x.deliveredBy(i, pr, f.RepoFullName) || !x.resumable(i, pr) {
+				continue
+			}
+			if base, ok := soleTag(x.es[i].c.Item, "baseBranch"); ok && pr.BaseRef != base {
+				continue
+			}
+			out = append(out, pr.Number)
+			break
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// CheckResult is another check run on a pull request's head, as the
+// reconcile reads it.
+type CheckResult struct {
+	Name, Status, Conclusion string
+}
+
+// Green reports whether a pull request is green (the reconcile table's
+// "green, mergeable"): mergeable (known true), not a draft, every check run
+// but warden's own completed as success, neutral or skipped, and the
+// combined commit status success or absent (statuses 0).
+func Green(mergeable *bool, draft bool, runs []CheckResult, statusState string, statuses int) bool {
+	if mergeable == nil || !*mergeable || draft {
+		return false
+	}
+	for _, r := range runs {
+		if r.Name == CheckRunName {
+			continue
+		}
+		if r.Status != "completed" {
+			return false
+		}
+		switch r.Conclusion {
+		case "success", "neutral", "skipped":
+		default:
+			return false
+		}
+	}
+	return statuses == 0 || statusState == "success"
 }
 
 // claimWords describes an item's claim for a divergence's ledger side.

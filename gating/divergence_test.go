@@ -217,3 +217,57 @@ func TestDivergencesOrderAndDeterminism(t *testing.T) {
 		}
 	}
 }
+
+// TestResumeCandidates: the pull requests whose checks the reconcile reads
+// are exactly those a green result would make a resumable-green-pr.
+func TestResumeCandidates(t *testing.T) {
+	one := func(item Candidate) Snapshot { return snap(item) }
+	cases := []struct {
+		name string
+		f    RepoFacts
+		want []int
+	}{
+		{"released item", dvFacts(one(mk(12, released("w/1"))), []PullRequest{dvPR(7, "Closes #12")}, nil), []int{7}},
+		{"never claimed", dvFacts(one(mk(12)), []PullRequest{dvPR(7, "Closes #12")}, nil), []int{7}},
+		{"held: no resume", dvFacts(one(mk(12, held("w/1"))), []PullRequest{dvPR(7, "Closes #12")}, nil), nil},
+		{"draft", dvFacts(one(mk(12)), []PullRequest{dvPR(7, "Closes #12", dvDraft())}, nil), nil},
+		{"known unmergeable", dvFacts(one(mk(12)), []PullRequest{dvPR(7, "Closes #12", dvMergeable(false))}, nil), nil},
+		{"links nothing", dvFacts(one(mk(12)), []PullRequest{dvPR(7, "A chore.")}, nil), nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := ResumeCandidates(c.f); !slices.Equal(got, c.want) {
+				t.Fatalf("candidates %v, want %v", got, c.want)
+			}
+		})
+	}
+}
+
+func TestGreen(t *testing.T) {
+	yes, no := true, false
+	ok := CheckResult{Name: "ci/test", Status: "completed", Conclusion: "success"}
+	cases := []struct {
+		name      string
+		mergeable *bool
+		draft     bool
+		runs      []CheckResult
+		state     string
+		statuses  int
+		want      bool
+	}{
+		{"all passed, no statuses", &yes, false, []CheckResult{ok, {Name: "lint", Status: "completed", Conclusion: "skipped"}}, "", 0, true},
+		{"mergeable unknown", nil, false, []CheckResult{ok}, "", 0, false},
+		{"not mergeable", &no, false, []CheckResult{ok}, "", 0, false},
+		{"draft", &yes, true, []CheckResult{ok}, "", 0, false},
+		{"a check failed", &yes, false, []CheckResult{ok, {Name: "ci/e2e", Status: "completed", Conclusion: "failure"}}, "", 0, false},
+		{"a check still running", &yes, false, []CheckResult{{Name: "ci/e2e", Status: "in_progress"}}, "", 0, false},
+		{"warden's own check is not counted", &yes, false, []CheckResult{ok, {Name: CheckRunName, Status: "completed", Conclusion: "failure"}}, "", 0, true},
+		{"statuses success", &yes, false, []CheckResult{ok}, "success", 2, true},
+		{"statuses pending", &yes, false, []CheckResult{ok}, "pending", 1, false},
+	}
+	for _, c := range cases {
+		if got := Green(c.mergeable, c.draft, c.runs, c.state, c.statuses); got != c.want {
+			t.Errorf("%s: green %v, want %v", c.name, got, c.want)
+		}
+	}
+}

@@ -179,27 +179,39 @@ func (l *Ledger) RepoDivergences(ctx context.Context, repoID int64) ([]gating.De
 // divergences computes the repository's divergences from what warden
 // recorded (gating.Divergences), storing nothing.
 func (m *Mirror) divergences(ctx context.Context, repo Repo) ([]gating.Defect, error) {
-	rs, err := m.Ledger.Snapshot(ctx, repo.ID)
+	f, err := m.repoFacts(ctx, repo)
 	if err != nil {
 		return nil, err
+	}
+	return gating.Divergences(f), nil
+}
+
+// repoFacts gathers what the divergences read from warden's records: the
+// snapshot, the issues' states, the open and merged pull requests with
+// their links, and the heads last read green.
+func (m *Mirror) repoFacts(ctx context.Context, repo Repo) (gating.RepoFacts, error) {
+	var f gating.RepoFacts
+	rs, err := m.Ledger.Snapshot(ctx, repo.ID)
+	if err != nil {
+		return f, err
 	}
 	issues, err := m.Ledger.issueFacts(ctx, repo.ID)
 	if err != nil {
-		return nil, err
+		return f, err
 	}
 	open, err := m.Ledger.OpenPulls(ctx, repo.ID)
 	if err != nil {
-		return nil, err
+		return f, err
 	}
 	merged, err := m.Ledger.pulls(ctx, repo.ID, `state = $2 AND merged = 1`, "closed")
 	if err != nil {
-		return nil, err
+		return f, err
 	}
 	greens, err := m.Ledger.greens(ctx, repo.ID)
 	if err != nil {
-		return nil, err
+		return f, err
 	}
-	f := gating.RepoFacts{Snapshot: rs.Snapshot, RepoFullName: repo.FullName, Issues: issues, Green: greens,
+	f = gating.RepoFacts{Snapshot: rs.Snapshot, RepoFullName: repo.FullName, Issues: issues, Green: greens,
 		Links: map[int][]gating.PRLink{}}
 	for _, p := range open {
 		f.OpenPRs = append(f.OpenPRs, p.PullRequest)
@@ -209,7 +221,7 @@ func (m *Mirror) divergences(ctx context.Context, repo Repo) ([]gating.Defect, e
 		f.MergedPRs = append(f.MergedPRs, p.PullRequest)
 		f.Links[p.Number] = gating.PRLinks(p.PullRequest, repo.FullName, rs.Snapshot)
 	}
-	return gating.Divergences(f), nil
+	return f, nil
 }
 
 // refreshDivergences recomputes the repository's divergences from what

@@ -160,42 +160,16 @@ func (p *pass) readUnknownIssues(ctx context.Context) error {
 // green: mergeable, and every check run but backlog and every commit status
 // passed. Conditional reads: an unchanged head costs 304s.
 func (p *pass) readGreens(ctx context.Context) error {
-	rs, err := p.m.Ledger.Snapshot(ctx, p.repo.ID)
+	f, err := p.m.repoFacts(ctx, p.repo)
 	if err != nil {
 		return err
 	}
-	open, err := p.m.Ledger.OpenPulls(ctx, p.repo.ID)
-	if err != nil {
-		return err
+	byNum := map[int]gating.PullRequest{}
+	for _, pr := range f.OpenPRs {
+		byNum[pr.Number] = pr
 	}
-	now := p.m.now()
-	for _, pr := range open {
-		candidate := false
-		for _, l := range gating.PRLinks(pr.PullRequest, p.repo.FullName, rs.Snapshot) {
-			it := rs.Items[l.Item]
-			if it == nil {
-				continue
-			}
-			s := it.Snapshot()
-			if s.HasTag("state:complete") {
-				continue
-			}
-			if base, _ := s.Tag("baseBranch"); base == pr.HeadRef {
-				continue // carried, not delivered
-			}
-			for _, c := range rs.Snapshot.Items {
-				if c.Item.ID == l.Item {
-					switch gating.ClaimStateOf(c.Claim, now, rs.Snapshot.Quarantine) {
-					case gating.StateHeld, gating.StateLapsed:
-					default:
-						candidate = true
-					}
-				}
-			}
-		}
-		if !candidate {
-			continue
-		}
+	for _, n := range gating.ResumeCandidates(f) {
+		pr := byNum[n]
 		green, err := p.green(ctx, pr)
 		if err != nil {
 			return err
@@ -207,7 +181,7 @@ func (p *pass) readGreens(ctx context.Context) error {
 	return nil
 }
 
-func (p *pass) green(ctx context.Context, pr PullRecord) (bool, error) {
+func (p *pass) green(ctx context.Context, pr gating.PullRequest) (bool, error) {
 	if err := p.spend(); err != nil {
 		return false, err
 	}
@@ -215,35 +189,31 @@ func (p *pass) green(ctx context.Context, pr PullRecord) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("read pull request #%d: %w", pr.Number, err)
 	}
-	if full.GetHead().GetSHA() != pr.HeadSHA || full.Mergeable == nil || !full.GetMergeable() || full.GetDraft() {
+	// The head moved since it was recorded, or it cannot be green whatever
+	// its checks say: no need to read them.
+	if full.GetHead().GetSHA() != pr.HeadSHA || !gating.Green(full.Mergeable, full.GetDraft(), nil, "", 0) {
 		return false, nil
 	}
+	var runs []gating.CheckResult
 	opt := &github.ListCheckRunsOptions{ListOptions: github.ListOptions{PerPage: 100}}
 	for {
 		if err := p.spend(); err != nil {
 			return false, err
 		}
-		runs, resp, err := p.gh.Checks.ListCheckRunsForRef(ctx, p.owner, p.name, pr.HeadSHA, opt)
+		page, resp, err := p.gh.Checks.ListCheckRunsForRef(ctx, p.owner, p.name, pr.HeadSHA, opt)
 		if err != nil {
 			return false, fmt.Errorf("check runs of %s: %w", shortSHA(pr.HeadSHA), err)
 		}
-		for _, r := range runs.CheckRuns {
-			if r.GetName() == CheckRunName {
-				continue
-			}
-			if r.GetStatus() != "completed" {
-				return false, nil
-			}
-			switch r.GetConclusion() {
-			case "success", "neutral", "skipped":
-			default:
-				return false, nil
-			}
+		for _, r := range page.CheckRuns {
+			runs = append(runs, gating.CheckResult{Name: r.GetName(), Status: r.GetStatus(), Conclusion: r.GetConclusion()})
 		}
 		if resp.NextPage == 0 {
 			break
 		}
 		opt.Page = resp.NextPage
+	}
+	if !gating.Green(full.Mergeable, full.GetDraft(), runs, "", 0) {
+		return false, nil // a failing check: the statuses cannot make it green
 	}
 	if err := p.spend(); err != nil {
 		return false, err
@@ -252,5 +222,5 @@ func (p *pass) green(ctx context.Context, pr PullRecord) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("statuses of %s: %w", shortSHA(pr.HeadSHA), err)
 	}
-	return cs.GetTotalCount() == 0 || cs.GetState() == "success", nil
+	return gating.Green(full.Mergeable, full.GetDraft(), runs, cs.GetState(), cs.GetTotalCount()), nil
 }
