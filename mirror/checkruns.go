@@ -40,9 +40,13 @@ func (m *Mirror) checkHeadIn(ctx context.Context, repo Repo, set RepoSettings, r
 	if !set.CheckRun {
 		return "", nil
 	}
-	// One evaluation per head at a time in this process, so a head never
-	// gets two check runs created (replicas: issue 8's locks).
-	defer headLocks.lock(fmt.Sprintf("%d/%s", repo.ID, sha))()
+	// One evaluation per head at a time, across replicas on PostgreSQL, so
+	// a head never gets two check runs created (CONTRACT.md §10).
+	unlock, err := m.Ledger.db.Lock(ctx, fmt.Sprintf("head/%d/%s", repo.ID, sha))
+	if err != nil {
+		return "", fmt.Errorf("check run of %s: %w", shortSHA(sha), err)
+	}
+	defer unlock()
 	prs, err := m.Ledger.PullsWithHead(ctx, repo.ID, sha)
 	if err != nil || len(prs) == 0 {
 		return "", err

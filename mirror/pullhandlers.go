@@ -6,50 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/google/go-github/v66/github"
 	"github.com/wardenhq/warden/gating"
 )
-
-// headLocks serialises work per head commit within one process (one head's
-// check run: never two created for one head).
-var headLocks keyedMutex
-
-// keyedMutex is a mutex per key; an entry lives while someone holds or
-// waits for it.
-type keyedMutex struct {
-	mu    sync.Mutex
-	locks map[string]*refLock
-}
-
-type refLock struct {
-	sync.Mutex
-	n int // holders and waiters
-}
-
-func (k *keyedMutex) lock(key string) (unlock func()) {
-	k.mu.Lock()
-	if k.locks == nil {
-		k.locks = map[string]*refLock{}
-	}
-	l := k.locks[key]
-	if l == nil {
-		l = &refLock{}
-		k.locks[key] = l
-	}
-	l.n++
-	k.mu.Unlock()
-	l.Lock()
-	return func() {
-		l.Unlock()
-		k.mu.Lock()
-		if l.n--; l.n == 0 {
-			delete(k.locks, key)
-		}
-		k.mu.Unlock()
-	}
-}
 
 // HandlePullRequest records a pull request and re-runs the `backlog` check
 // on its head (opened, reopened, synchronize, edited, ready_for_review); on

@@ -156,6 +156,13 @@ type budgeter interface {
 // where, and the next resumes there.
 func (m *Mirror) Reconcile(ctx context.Context, repo Repo, o ReconcileOptions) (PassResult, error) {
 	res := PassResult{Repo: repo.FullName, Findings: []gating.Defect{}}
+	// One pass per repository at a time, across replicas (CONTRACT.md §10):
+	// `warden reconcile` waits for a replica's pass, and the reverse.
+	unlock, err := m.Ledger.db.Lock(ctx, fmt.Sprintf("reconcile/%d", repo.ID))
+	if err != nil {
+		return res, fmt.Errorf("reconcile %s: %w", repo.FullName, err)
+	}
+	defer unlock()
 	counter := &app.CallCounter{}
 	ctx = app.WithCallCounter(ctx, counter)
 	gh, err := m.GitHub.Installation(repo.Installation)

@@ -236,10 +236,17 @@ func (d *Dispatcher) finish(r taskResult) {
 // fill starts handlers for due deliveries while workers are free. It pages
 // through due deliveries in receipt order, so a backlog about one busy issue
 // never keeps a free worker from another issue's delivery.
+//
+// Each delivery is claimed before it starts (Inbox.Claim): on PostgreSQL
+// another replica may hold it or its issue. Once a delivery about an issue
+// is passed over in a scan, every later one about that issue is passed over
+// too, so a replica never overtakes an earlier delivery still pending, even
+// one whose replica has just died.
 func (d *Dispatcher) fill(ctx, workCtx context.Context, wg *sync.WaitGroup) {
 	free := d.opt.Workers - len(d.inflight)
 	now := time.Now()
 	var after int64
+	skipped := map[string]bool{}
 	for scanned := 0; free > 0 && scanned < maxScan; {
 		due, err := d.inbox.Due(ctx, now, after, scanPage)
 		if err != nil {
@@ -257,7 +264,16 @@ func (d *Dispatcher) fill(ctx, workCtx context.Context, wg *sync.WaitGroup) {
 				continue
 			}
 			m, payload, ok := d.metaFor(ctx, p)
-			if !ok || d.busy[m.OrderKey] {
+			if !ok || d.busy[m.OrderKey] || skipped[m.OrderKey] {
+				continue
+			}
+			claim, ok, err := d.inbox.Claim(workCtx, p.Seq, m.OrderKey, now)
+			if err != nil || !ok {
+				if err != nil && ctx.Err() == nil {
+					d.log.Warn("dispatcher: claim delivery", "delivery", p.ID, "err", err)
+				}
+				skipped[m.OrderKey] = true
+				delete(d.meta, p.Seq) // another replica may finish it: re-read next time
 				continue
 			}
 			d.inflight[p.Seq] = true
@@ -266,7 +282,7 @@ func (d *Dispatcher) fill(ctx, workCtx context.Context, wg *sync.WaitGroup) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				d.process(workCtx, p, m, payload)
+				d.process(workCtx, claim, p, m, payload)
 				d.results <- taskResult{seq: p.Seq, key: m.OrderKey}
 			}()
 		}
@@ -298,7 +314,7 @@ func (d *Dispatcher) metaFor(ctx context.Context, p Pending) (Meta, []byte, bool
 	m, err := ParseMeta(p.Event, payload)
 	if err != nil {
 		d.log.Error("delivery is not a JSON object; dead letter", "delivery", p.ID, "event", p.Event, "err", err)
-		if ferr := d.inbox.Fail(ctx, p.Seq, Meta{}, err.Error(), time.Now(), true); ferr != nil {
+		if ferr := d.inbox.Fail(ctx, &Claim{Seq: p.Seq}, Meta{}, err.Error(), time.Now(), true); ferr != nil {
 			d.log.Error("dispatcher: record dead letter", "delivery", p.ID, "err", ferr)
 		}
 		d.m.DeadTotal.WithLabelValues(p.Event).Inc()
@@ -310,18 +326,20 @@ func (d *Dispatcher) metaFor(ctx context.Context, p Pending) (Meta, []byte, bool
 	return m, payload, true
 }
 
-func (d *Dispatcher) process(ctx context.Context, p Pending, m Meta, payload []byte) {
+func (d *Dispatcher) process(ctx context.Context, claim *Claim, p Pending, m Meta, payload []byte) {
 	log := d.log.With("delivery", p.ID, "event", p.Event, "action", m.Action,
 		"installation", m.Installation, "repo", m.Repo, "number", m.Number)
 	if payload == nil {
 		var err error
 		if payload, err = d.inbox.Payload(ctx, p.Seq); err != nil {
 			log.Error("load payload", "err", err)
+			d.inbox.Abandon(claim)
 			return // still pending; the next scan tries again
 		}
 	}
 	dv := &Delivery{Seq: p.Seq, ID: p.ID, Event: p.Event, Payload: payload, Attempt: p.Attempts + 1, Meta: m,
 		FromSelf: IsBot(m.Sender, d.Bot())}
+	log.Debug("delivery handling", "attempt", dv.Attempt)
 	start := time.Now()
 	res, err := safeHandle(ctx, d.handler, dv)
 	if err == nil {
@@ -329,7 +347,7 @@ func (d *Dispatcher) process(ctx context.Context, p Pending, m Meta, payload []b
 		if outcome == "" {
 			outcome = "handled"
 		}
-		err = d.inbox.Complete(ctx, p.Seq, m, outcome, safeCommit(res.Commit))
+		err = d.inbox.Complete(ctx, claim, m, outcome, safeCommit(res.Commit))
 		if err == nil {
 			d.m.Processing.WithLabelValues(p.Event).Observe(time.Since(start).Seconds())
 			d.m.Latency.WithLabelValues(p.Event).Observe(time.Since(p.ReceivedAt).Seconds())
@@ -343,11 +361,12 @@ func (d *Dispatcher) process(ctx context.Context, p Pending, m Meta, payload []b
 		}
 	}
 	if ctx.Err() != nil {
+		d.inbox.Abandon(claim)
 		log.Info("handler interrupted by shutdown; delivery stays queued", "err", err)
 		return
 	}
 	d.m.Processing.WithLabelValues(p.Event).Observe(time.Since(start).Seconds())
-	d.recordFailure(log, p, m, dv.Attempt, err)
+	d.recordFailure(log, claim, p, m, dv.Attempt, err)
 }
 
 // outcomeClass is the bounded metric label for a free-text outcome: its
@@ -394,7 +413,7 @@ func safeCommit(c Commit) Commit {
 	}
 }
 
-func (d *Dispatcher) recordFailure(log *slog.Logger, p Pending, m Meta, attempt int, cause error) {
+func (d *Dispatcher) recordFailure(log *slog.Logger, claim *Claim, p Pending, m Meta, attempt int, cause error) {
 	var perm permanentError
 	dead := errors.As(cause, &perm) || attempt >= d.opt.MaxAttempts
 	next := time.Now().Add(d.backoff(attempt))
@@ -405,7 +424,8 @@ func (d *Dispatcher) recordFailure(log *slog.Logger, p Pending, m Meta, attempt 
 	// Record the failure even during shutdown.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := d.inbox.Fail(ctx, p.Seq, m, cause.Error(), next, dead); err != nil {
+	if err := d.inbox.Fail(ctx, claim, m, cause.Error(), next, dead); err != nil {
+		d.inbox.Abandon(claim)
 		log.Error("record delivery failure", "err", err, "cause", cause)
 		return
 	}

@@ -396,11 +396,83 @@ func (ib *Inbox) Payload(ctx context.Context, seq int64) ([]byte, error) {
 // never apply a delivery's local effects twice.
 type Commit func(ctx context.Context, tx *sql.Tx) error
 
-// Complete marks a pending delivery done with its outcome, running commit in
-// the same transaction. If the delivery is no longer pending nothing is
-// written and ErrNotPending is returned.
-func (ib *Inbox) Complete(ctx context.Context, seq int64, m Meta, outcome string, commit Commit) error {
+// Claim is a due delivery taken for processing. On PostgreSQL, where
+// several replicas drain one inbox (CONTRACT.md §10), it is an open
+// transaction holding the delivery's row lock (SELECT … FOR UPDATE SKIP
+// LOCKED) and its order key's advisory lock until Complete, Fail or Abandon
+// ends it: no other replica can take the delivery, or another delivery about
+// the same issue, meanwhile, and a replica that dies releases both with its
+// connection. On SQLite one process drains the inbox and a Claim holds
+// nothing.
+type Claim struct {
+	Seq int64
+	tx  *sql.Tx
+}
+
+// orderLock is the advisory lock of an order key (an issue, a pull request,
+// an installation): namespaced by schema like the db package's named locks.
+const orderLock = `SELECT pg_try_advisory_xact_lock(hashtextextended(current_schema() || '/inbox/' || $1, 0))`
+
+// Claim takes pending delivery seq, due at now, whose order key is key. ok
+// is false when the delivery is no longer pending and due, or when another
+// replica holds it or another delivery with the same key. The claim's
+// transaction lives as long as ctx: cancelling ctx abandons it.
+func (ib *Inbox) Claim(ctx context.Context, seq int64, key string, now time.Time) (c *Claim, ok bool, err error) {
+	if ib.db.Dialect != db.Postgres {
+		return &Claim{Seq: seq}, true, nil
+	}
 	tx, err := ib.db.Write.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, false, fmt.Errorf("inbox: begin claim #%d: %w", seq, err)
+	}
+	if err := tx.QueryRowContext(ctx, orderLock, key).Scan(&ok); err != nil || !ok {
+		tx.Rollback()
+		if err != nil {
+			return nil, false, fmt.Errorf("inbox: lock order key of #%d: %w", seq, err)
+		}
+		return nil, false, nil
+	}
+	var one int
+	err = tx.QueryRowContext(ctx, `SELECT 1 FROM inbox WHERE seq = $1 AND state = 'pending' AND next_attempt_at <= $2
+		FOR UPDATE SKIP LOCKED`, seq, now.UnixMilli()).Scan(&one)
+	if err != nil {
+		tx.Rollback()
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, false, nil
+		}
+		return nil, false, fmt.Errorf("inbox: claim #%d: %w", seq, err)
+	}
+	return &Claim{Seq: seq, tx: tx}, true, nil
+}
+
+// Abandon gives a claimed delivery back untouched (no try counted): it stays
+// pending for the next scan, on this replica or another.
+func (ib *Inbox) Abandon(c *Claim) {
+	if c != nil && c.tx != nil {
+		c.tx.Rollback()
+		c.tx = nil
+	}
+}
+
+// begin takes the claim's transaction (a claim's transaction serves one
+// Complete or Fail), or begins a new one when the claim holds none (SQLite,
+// a delivery never claimed, or a Complete that failed before a Fail).
+func (ib *Inbox) begin(ctx context.Context, c *Claim) (*sql.Tx, error) {
+	if c.tx != nil {
+		tx := c.tx
+		c.tx = nil
+		return tx, nil
+	}
+	return ib.db.Write.BeginTx(ctx, nil)
+}
+
+// Complete marks a claimed delivery done with its outcome, running commit in
+// the same transaction: either both happen or neither, so a crash can never
+// apply a delivery's local effects twice. If the delivery is no longer
+// pending nothing is written and ErrNotPending is returned. The claim ends.
+func (ib *Inbox) Complete(ctx context.Context, c *Claim, m Meta, outcome string, commit Commit) error {
+	seq := c.Seq
+	tx, err := ib.begin(ctx, c)
 	if err != nil {
 		return fmt.Errorf("inbox: begin complete #%d: %w", seq, err)
 	}
@@ -426,9 +498,11 @@ func (ib *Inbox) Complete(ctx context.Context, seq int64, m Meta, outcome string
 	return nil
 }
 
-// Fail records a failed try: the delivery is retried at next, or becomes a
-// dead letter when dead is true.
-func (ib *Inbox) Fail(ctx context.Context, seq int64, m Meta, cause string, next time.Time, dead bool) error {
+// Fail records a failed try of a claimed delivery (c may be nil for one
+// never claimed, such as a payload that cannot be parsed): it is retried at
+// next, or becomes a dead letter when dead is true. The claim ends.
+func (ib *Inbox) Fail(ctx context.Context, c *Claim, m Meta, cause string, next time.Time, dead bool) error {
+	seq := c.Seq
 	state := StatePending
 	if dead {
 		state = StateDead
@@ -436,7 +510,12 @@ func (ib *Inbox) Fail(ctx context.Context, seq int64, m Meta, cause string, next
 	if len(cause) > 2000 {
 		cause = cause[:2000]
 	}
-	res, err := ib.db.Write.ExecContext(ctx, `UPDATE inbox SET state = $1, attempts = attempts + 1, last_error = $2,
+	tx, err := ib.begin(ctx, c)
+	if err != nil {
+		return fmt.Errorf("inbox: begin failure of #%d: %w", seq, err)
+	}
+	defer tx.Rollback()
+	res, err := tx.ExecContext(ctx, `UPDATE inbox SET state = $1, attempts = attempts + 1, last_error = $2,
 		next_attempt_at = $3, action = $4, installation_id = $5, repo = $6, number = $7, sender = $8
 		WHERE seq = $9 AND state = 'pending'`,
 		state, cause, next.UnixMilli(), m.Action, m.Installation, m.Repo, m.Number, m.Sender, seq)
@@ -445,6 +524,9 @@ func (ib *Inbox) Fail(ctx context.Context, seq int64, m Meta, cause string, next
 	}
 	if n, _ := res.RowsAffected(); n != 1 {
 		return ErrNotPending
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("inbox: commit failure of #%d: %w", seq, err)
 	}
 	return nil
 }

@@ -268,7 +268,7 @@ func TestInboxDueOrder(t *testing.T) {
 
 	// b fails and is retried in a minute: not due now, due then, and in seq order.
 	m := Meta{Action: "x"}
-	if err := ib.Fail(ctx, due[1].Seq, m, "boom", now.Add(time.Minute), false); err != nil {
+	if err := ib.Fail(ctx, &Claim{Seq: due[1].Seq}, m, "boom", now.Add(time.Minute), false); err != nil {
 		t.Fatal(err)
 	}
 	if due, _ = ib.Due(ctx, now, 0, 10); ids(due) != "a,c,d" {
@@ -335,7 +335,7 @@ func TestInboxCompleteIsAtomicWithCommit(t *testing.T) {
 	// A commit that writes and then fails: neither its write nor the
 	// completion happens.
 	errBoom := errors.New("boom")
-	err := ib.Complete(ctx, seq, meta, "handled", func(ctx context.Context, tx *sql.Tx) error {
+	err := ib.Complete(ctx, &Claim{Seq: seq}, meta, "handled", func(ctx context.Context, tx *sql.Tx) error {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO effects (k, v) VALUES ('x', 1)`); err != nil {
 			return err
 		}
@@ -352,7 +352,7 @@ func TestInboxCompleteIsAtomicWithCommit(t *testing.T) {
 	}
 
 	// A commit that succeeds: both happen.
-	err = ib.Complete(ctx, seq, meta, "labelled", func(ctx context.Context, tx *sql.Tx) error {
+	err = ib.Complete(ctx, &Claim{Seq: seq}, meta, "labelled", func(ctx context.Context, tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO effects (k, v) VALUES ('x', 2)`)
 		return err
 	})
@@ -369,7 +369,7 @@ func TestInboxCompleteIsAtomicWithCommit(t *testing.T) {
 
 	// Completing it again: ErrNotPending, and the commit is never applied.
 	called := false
-	err = ib.Complete(ctx, seq, meta, "again", func(ctx context.Context, tx *sql.Tx) error {
+	err = ib.Complete(ctx, &Claim{Seq: seq}, meta, "again", func(ctx context.Context, tx *sql.Tx) error {
 		called = true
 		_, err := tx.ExecContext(ctx, `UPDATE effects SET v = 99`)
 		return err
@@ -387,11 +387,11 @@ func TestInboxCompleteIsAtomicWithCommit(t *testing.T) {
 		t.Fatalf("done row changed: %+v", r)
 	}
 	// Fail on a done delivery is refused too.
-	if err := ib.Fail(ctx, seq, meta, "late", time.Now(), true); !errors.Is(err, ErrNotPending) {
+	if err := ib.Fail(ctx, &Claim{Seq: seq}, meta, "late", time.Now(), true); !errors.Is(err, ErrNotPending) {
 		t.Fatalf("Fail on a done delivery = %v, want ErrNotPending", err)
 	}
 	// And so is an unknown seq.
-	if err := ib.Complete(ctx, seq+1000, meta, "x", nil); !errors.Is(err, ErrNotPending) {
+	if err := ib.Complete(ctx, &Claim{Seq: seq+1000}, meta, "x", nil); !errors.Is(err, ErrNotPending) {
 		t.Fatalf("Complete on unknown seq = %v, want ErrNotPending", err)
 	}
 }
@@ -402,14 +402,14 @@ func TestInboxFailAndDeadLetters(t *testing.T) {
 	mustAccept(t, ib, incoming("f"), Stored)
 	seq := record(t, ib, "f").Seq
 	long := strings.Repeat("e", 5000)
-	if err := ib.Fail(ctx, seq, Meta{}, long, time.Now(), false); err != nil {
+	if err := ib.Fail(ctx, &Claim{Seq: seq}, Meta{}, long, time.Now(), false); err != nil {
 		t.Fatal(err)
 	}
 	r := record(t, ib, "f")
 	if r.State != StatePending || r.Attempts != 1 || len(r.LastError) != 2000 {
 		t.Fatalf("after a retryable failure: state %s attempts %d len(last_error) %d", r.State, r.Attempts, len(r.LastError))
 	}
-	if err := ib.Fail(ctx, seq, Meta{}, "final", time.Now(), true); err != nil {
+	if err := ib.Fail(ctx, &Claim{Seq: seq}, Meta{}, "final", time.Now(), true); err != nil {
 		t.Fatal(err)
 	}
 	dead, err := ib.List(ctx, true, 10)
@@ -443,11 +443,11 @@ func TestInboxRetryAllOrNothing(t *testing.T) {
 	}
 	rs := records(t, ib)
 	for _, id := range []string{"dead1", "dead2"} {
-		if err := ib.Fail(ctx, rs[id].Seq, Meta{}, "gave up", time.Now(), true); err != nil {
+		if err := ib.Fail(ctx, &Claim{Seq: rs[id].Seq}, Meta{}, "gave up", time.Now(), true); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := ib.Complete(ctx, rs["done"].Seq, Meta{}, "handled", nil); err != nil {
+	if err := ib.Complete(ctx, &Claim{Seq: rs["done"].Seq}, Meta{}, "handled", nil); err != nil {
 		t.Fatal(err)
 	}
 	snapshot := records(t, ib)
@@ -511,16 +511,16 @@ func TestInboxPrune(t *testing.T) {
 		mustAccept(t, ib, incoming(id), Stored)
 	}
 	rs := records(t, ib)
-	if err := ib.Complete(ctx, rs["old"].Seq, Meta{}, "handled", nil); err != nil {
+	if err := ib.Complete(ctx, &Claim{Seq: rs["old"].Seq}, Meta{}, "handled", nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := ib.Fail(ctx, rs["dead"].Seq, Meta{}, "x", time.Now(), true); err != nil {
+	if err := ib.Fail(ctx, &Claim{Seq: rs["dead"].Seq}, Meta{}, "x", time.Now(), true); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(20 * time.Millisecond)
 	cutoff := time.Now()
 	time.Sleep(20 * time.Millisecond)
-	if err := ib.Complete(ctx, rs["new"].Seq, Meta{}, "handled", nil); err != nil {
+	if err := ib.Complete(ctx, &Claim{Seq: rs["new"].Seq}, Meta{}, "handled", nil); err != nil {
 		t.Fatal(err)
 	}
 	n, err := ib.Prune(ctx, cutoff)
@@ -701,7 +701,7 @@ func TestInboxSurvivesReopen(t *testing.T) {
 	payload := []byte(`{"action":"opened","issue":{"number":3}}`)
 	mustAccept(t, ib, Incoming{ID: "keep", Event: "issues", HookID: "42", Payload: payload, ReceivedAt: time.Now()}, Stored)
 	mustAccept(t, ib, incoming("dead"), Stored)
-	if err := ib.Fail(ctx, record(t, ib, "dead").Seq, Meta{}, "x", time.Now(), true); err != nil {
+	if err := ib.Fail(ctx, &Claim{Seq: record(t, ib, "dead").Seq}, Meta{}, "x", time.Now(), true); err != nil {
 		t.Fatal(err)
 	}
 	ib.Close()

@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
@@ -44,6 +45,9 @@ type DB struct {
 
 	stopCheckpoint chan struct{}
 	checkpointDone chan struct{}
+
+	lockInit sync.Once
+	named    *keyedLocks // named locks held in this process (locks.go)
 }
 
 // ErrUnsupported is returned for a WARDEN_DATABASE value warden cannot use.
@@ -150,8 +154,13 @@ func openPostgres(ctx context.Context, dsn string) (*DB, error) {
 		// pgx's parse errors may quote the URL; do not repeat it.
 		return nil, fmt.Errorf("open postgres %s: invalid URL", src)
 	}
-	pool.SetMaxOpenConns(16)
-	pool.SetMaxIdleConns(8)
+	// A replica holds a connection per delivery in flight (its row lock and
+	// its issue's advisory lock: the dispatcher's 8 workers), one per named
+	// lock held (locks.go), and needs more for the handlers' own queries and
+	// the agent API: 32 leaves room for all of them, and three replicas stay
+	// within PostgreSQL's default max_connections (100).
+	pool.SetMaxOpenConns(32)
+	pool.SetMaxIdleConns(12)
 	pool.SetConnMaxIdleTime(5 * time.Minute)
 	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()

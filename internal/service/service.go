@@ -55,6 +55,7 @@ type Service struct {
 
 	sweepEvery  time.Duration
 	noReconcile bool
+	replica     string // this process's name in the shared runs (coordinate.go)
 	now         func() time.Time
 }
 
@@ -93,7 +94,12 @@ func Build(ctx context.Context, s *config.Settings, log *slog.Logger, o Options)
 	if svc.sweepEvery <= 0 {
 		svc.sweepEvery = 15 * time.Second
 	}
+	svc.replica = replicaName()
 	svc.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	if err := d.Migrate(ctx, "coordination", coordinationMigrations); err != nil {
+		d.Close()
+		return nil, fmt.Errorf("open the replicas' run records: %w", err)
+	}
 	if svc.Inbox, err = webhooks.OpenInbox(ctx, d); err != nil {
 		d.Close()
 		return nil, fmt.Errorf("open the inbox: %w", err)
@@ -315,54 +321,6 @@ func (svc *Service) observeCalls(also CallsObserver) CallsObserver {
 	}
 }
 
-// sweep runs the mirror's timer pass every sweepEvery until ctx ends.
-func (svc *Service) sweep(ctx context.Context) {
-	t := time.NewTicker(svc.sweepEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if n, err := svc.Mirror.Sweep(ctx); err != nil && ctx.Err() == nil {
-			svc.Log.Warn("sweep", "acted", n, "err", err)
-		}
-	}
-}
-
-// reconcileLoop runs the redelivery catch-up once the App's identity is
-// known, then a catch-up and a reconcile pass over every served repository
-// every WARDEN_RECONCILE_INTERVAL until ctx ends (0: never).
-func (svc *Service) reconcileLoop(ctx context.Context) {
-	if _, err := svc.App.Identity(ctx); err != nil {
-		svc.Log.Warn("catch-up at start skipped: the App's identity is unknown", "err", err)
-	} else if _, err := svc.CatchUp(ctx); err != nil && ctx.Err() == nil {
-		svc.Log.Warn("catch-up", "err", err)
-	}
-	every := svc.Settings.ReconcileInterval
-	if every <= 0 || svc.noReconcile {
-		return
-	}
-	t := time.NewTicker(every)
-	defer t.Stop()
-	for first := true; ; first = false {
-		if !first { // the first pass follows the catch-up at start
-			if _, err := svc.CatchUp(ctx); err != nil && ctx.Err() == nil {
-				svc.Log.Warn("catch-up", "err", err)
-			}
-		}
-		if _, err := svc.Mirror.ReconcileAll(ctx, mirror.ReconcileOptions{}); err != nil && ctx.Err() == nil {
-			svc.Log.Warn("reconcile", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-	}
-}
-
 // CatchUp asks GitHub to redeliver the handled webhooks warden never stored
 // (CONTRACT.md §3, catch-up): see webhooks.CatchUp.
 func (svc *Service) CatchUp(ctx context.Context) (webhooks.CatchUpResult, error) {
@@ -387,6 +345,9 @@ func NewLogger(w interface{ Write([]byte) (int, error) }, level string) *slog.Lo
 // Migrate creates or upgrades every component's schema in d: the inbox, the
 // ledger and the records the mirror keeps. serve does the same at start.
 func Migrate(ctx context.Context, d *db.DB, s *config.Settings) error {
+	if err := d.Migrate(ctx, "coordination", coordinationMigrations); err != nil {
+		return fmt.Errorf("migrate the replicas' run records: %w", err)
+	}
 	ib, err := webhooks.OpenInbox(ctx, d)
 	if err != nil {
 		return fmt.Errorf("migrate the inbox: %w", err)
