@@ -391,7 +391,7 @@ func TestInboxCompleteIsAtomicWithCommit(t *testing.T) {
 		t.Fatalf("Fail on a done delivery = %v, want ErrNotPending", err)
 	}
 	// And so is an unknown seq.
-	if err := ib.Complete(ctx, &Claim{Seq: seq+1000}, meta, "x", nil); !errors.Is(err, ErrNotPending) {
+	if err := ib.Complete(ctx, &Claim{Seq: seq + 1000}, meta, "x", nil); !errors.Is(err, ErrNotPending) {
 		t.Fatalf("Complete on unknown seq = %v, want ErrNotPending", err)
 	}
 }
