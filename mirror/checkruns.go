@@ -175,6 +175,26 @@ func (m *Mirror) writeCheckRun(ctx context.Context, repo Repo, set RepoSettings,
 		}
 		// Gone (the head was force-pushed away and collected): create anew.
 	}
+	if old != nil && old.ID == 0 {
+		// A create was under way when its writer stopped (a crash, a
+		// replica killed): the run may exist. Adopt it rather than make a
+		// second one.
+		id, err := m.findCheckRun(ctx, gh, owner, name, sha)
+		if err != nil {
+			return "", err
+		}
+		if id != 0 {
+			if err := m.Ledger.putCheckRun(ctx, repo.ID, sha, checkRunRecord{ID: id, WrittenHash: checkRunCreating}); err != nil {
+				return "", err
+			}
+			return m.writeCheckRun(ctx, repo, set, sha, v)
+		}
+	}
+	// The intent is recorded first, so a writer that stops between the
+	// create and its record leaves a trace for the next one (above).
+	if err := m.Ledger.putCheckRun(ctx, repo.ID, sha, checkRunRecord{WrittenHash: checkRunCreating}); err != nil {
+		return "", err
+	}
 	cr, _, err := gh.Checks.CreateCheckRun(ctx, owner, name, github.CreateCheckRunOptions{Name: CheckRunName, HeadSHA: sha,
 		Status: github.String("completed"), Conclusion: github.String(v.Conclusion), CompletedAt: &now, Output: out})
 	if err != nil {
@@ -187,4 +207,37 @@ func (m *Mirror) writeCheckRun(ctx context.Context, repo Repo, set RepoSettings,
 	}
 	return fmt.Sprintf("check run on %s created: %s", shortSHA(sha), v.Conclusion),
 		m.Ledger.putCheckRun(ctx, repo.ID, sha, checkRunRecord{ID: cr.GetID(), Conclusion: v.Conclusion, WrittenHash: hash})
+}
+
+// checkRunCreating is the written hash of a check run record whose create
+// was begun but not recorded (no real hash has this form).
+const checkRunCreating = "creating"
+
+// findCheckRun returns the id of warden's `backlog` check run on sha, if
+// GitHub has one (0 if not): one read, filtered by name, matched to
+// warden's App by its slug. Without warden's identity it refuses rather
+// than risk a second run.
+func (m *Mirror) findCheckRun(ctx context.Context, gh *github.Client, owner, name, sha string) (int64, error) {
+	bot := ""
+	if m.Bot != nil {
+		bot = m.Bot()
+	}
+	slug, ok := strings.CutSuffix(bot, "[bot]")
+	if !ok || slug == "" {
+		return 0, fmt.Errorf("find the check run on %s: warden's own App is not known yet", shortSHA(sha))
+	}
+	runs, resp, err := gh.Checks.ListCheckRunsForRef(ctx, owner, name, sha, &github.ListCheckRunsOptions{
+		CheckName: github.String(CheckRunName), Filter: github.String("all"), ListOptions: github.ListOptions{PerPage: 100}})
+	if resp != nil && (resp.StatusCode == 404 || resp.StatusCode == 422) {
+		return 0, nil // the commit is unknown: it carries no run
+	}
+	if err != nil {
+		return 0, fmt.Errorf("find the check run on %s: %w", shortSHA(sha), err)
+	}
+	for _, r := range runs.CheckRuns {
+		if r.GetApp().GetSlug() == slug && r.GetName() == CheckRunName {
+			return r.GetID(), nil
+		}
+	}
+	return 0, nil
 }

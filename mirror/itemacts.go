@@ -133,9 +133,10 @@ func (a *Acts) Resolve(ctx context.Context, repoID int64, number int, at time.Ti
 
 // Park stages, in the ladder's order.
 const (
-	ParkTagged    = "tagged"    // state:parked and its route written, claim released
-	ParkLabeled   = "labeled"   // the parked label added
-	ParkCommented = "commented" // the park comment posted: done
+	ParkTagged     = "tagged"     // state:parked and its route written, claim released
+	ParkLabeled    = "labeled"    // the parked label added
+	ParkCommenting = "commenting" // the park comment being posted (it may exist)
+	ParkCommented  = "commented"  // the park comment posted: done
 )
 
 // ParkRecord is warden's own park of an item in progress or done.

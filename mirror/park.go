@@ -112,32 +112,12 @@ func (m *Mirror) unpark(ctx context.Context, repo Repo, n int, by string, at tim
 // one is posted (/backlog park carries it).
 func (m *Mirror) manualPark(ctx context.Context, repo Repo, set RepoSettings, n int, by, owner, topic, question string, at time.Time) (string, error) {
 	id := gating.IDFor(n)
-	it, err := m.Ledger.Get(ctx, repo.ID, id)
+	rec, err := m.beginManualPark(ctx, repo, n, by, owner, topic, question, at)
 	if err != nil {
-		return "", err
-	}
-	want := []string{"state:parked", "ruling-owner:" + owner, "ruling-topic:" + topic}
-	remove := routeTags(&it, want...)
-	actor := Actor{Role: gating.RoleHuman, Name: by}
-	var token int64
-	err = m.maintain(ctx, repo, id, actor, func(tok int64) error {
-		token = tok
-		_, err := m.Ledger.Update(ctx, repo.ID, id, Patch{AddTags: want, RemoveTags: remove, FencingToken: &tok}, actor, WriteOptions{})
-		return err
-	})
-	if err != nil {
-		return "", fmt.Errorf("park %s: %w", id, err)
-	}
-	rec := ParkRecord{Fence: token, RulingOwner: owner, RulingTopic: topic, Question: question, Stage: ParkTagged, At: at}
-	if err := m.Acts.PutParkRecord(ctx, repo.ID, n, rec); err != nil {
-		return "", err
-	}
-	// The label another account put on the item is a park's now.
-	if err := m.Acts.CloseLabelFinding(ctx, repo.ID, n, CodeParkLabelWithoutTag); err != nil {
 		return "", err
 	}
 	out := fmt.Sprintf("%s parked by %s (ruling-owner:%s ruling-topic:%s)", id, by, owner, topic)
-	if err := m.finishPark(ctx, repo, set, n, &rec); err != nil {
+	if err := m.finishPark(ctx, repo, set, n, rec); err != nil {
 		return "", err
 	}
 	if strings.TrimSpace(question) == "" {
@@ -151,6 +131,47 @@ func (m *Mirror) manualPark(ctx context.Context, repo Repo, set RepoSettings, n 
 		return "", err
 	}
 	return out, nil
+}
+
+// beginManualPark writes a human's park's tags under a maintenance claim and
+// records the park. The same act handled a second time (its replica
+// stopped before the delivery was recorded done) finds its own record, by
+// the act's time and route, and returns it to be finished, so the park is
+// not begun again (a second maintenance claim, a second comment).
+func (m *Mirror) beginManualPark(ctx context.Context, repo Repo, n int, by, owner, topic, question string, at time.Time) (*ParkRecord, error) {
+	id := gating.IDFor(n)
+	old, err := m.Acts.ParkRecord(ctx, repo.ID, n)
+	if err != nil {
+		return nil, err
+	}
+	if old != nil && old.At.UnixMilli() == at.UnixMilli() && old.RulingOwner == owner && old.RulingTopic == topic && old.Question == question {
+		return old, nil
+	}
+	it, err := m.Ledger.Get(ctx, repo.ID, id)
+	if err != nil {
+		return nil, err
+	}
+	want := []string{"state:parked", "ruling-owner:" + owner, "ruling-topic:" + topic}
+	remove := routeTags(&it, want...)
+	actor := Actor{Role: gating.RoleHuman, Name: by}
+	var token int64
+	err = m.maintain(ctx, repo, id, actor, func(tok int64) error {
+		token = tok
+		_, err := m.Ledger.Update(ctx, repo.ID, id, Patch{AddTags: want, RemoveTags: remove, FencingToken: &tok}, actor, WriteOptions{})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("park %s: %w", id, err)
+	}
+	rec := &ParkRecord{Fence: token, RulingOwner: owner, RulingTopic: topic, Question: question, Stage: ParkTagged, At: at}
+	if err := m.Acts.PutParkRecord(ctx, repo.ID, n, *rec); err != nil {
+		return nil, err
+	}
+	// The label another account put on the item is a park's now.
+	if err := m.Acts.CloseLabelFinding(ctx, repo.ID, n, CodeParkLabelWithoutTag); err != nil {
+		return nil, err
+	}
+	return rec, nil
 }
 
 // poisonPark is warden's own park (CONTRACT.md §5, the protocol's sweep
@@ -200,10 +221,25 @@ func (m *Mirror) poisonPark(ctx context.Context, repo Repo, set RepoSettings, rs
 }
 
 // finishPark takes a park whose tags are written through its remaining
-// stages: the parked label, then (with a question) the park comment.
+// stages: the parked label, then (with a question) the park comment. It
+// runs under the item's park lock, across replicas on PostgreSQL, and
+// re-reads the record once it holds it: the handler that parked and a timer
+// or reconcile pass finishing the same park never both post the comment.
 func (m *Mirror) finishPark(ctx context.Context, repo Repo, set RepoSettings, n int, rec *ParkRecord) error {
 	if set.DryRun {
 		return nil
+	}
+	unlock, err := m.Ledger.db.Lock(ctx, fmt.Sprintf("park/%d/%d", repo.ID, n))
+	if err != nil {
+		return fmt.Errorf("finish the park of %s: %w", gating.IDFor(n), err)
+	}
+	defer unlock()
+	cur, err := m.Acts.ParkRecord(ctx, repo.ID, n)
+	if err != nil {
+		return err
+	}
+	if cur != nil && cur.Fence == rec.Fence && parkStageOrder[cur.Stage] > parkStageOrder[rec.Stage] {
+		*rec = *cur // another writer moved this park on meanwhile
 	}
 	gh, err := m.GitHub.Installation(repo.Installation)
 	if err != nil {
@@ -224,8 +260,18 @@ func (m *Mirror) finishPark(ctx context.Context, repo Repo, set RepoSettings, n 
 			return err
 		}
 	}
-	if rec.Stage == ParkLabeled && strings.TrimSpace(rec.Question) != "" {
-		id, err := m.postParkComment(ctx, gh, repo, n, rec)
+	if (rec.Stage == ParkLabeled || rec.Stage == ParkCommenting) && strings.TrimSpace(rec.Question) != "" {
+		// The intent is recorded before the post: a writer that stops
+		// between the post and its record leaves the next one a reason to
+		// look for the comment on GitHub first.
+		resumed := rec.Stage == ParkCommenting
+		if !resumed {
+			rec.Stage = ParkCommenting
+			if err := m.Acts.PutParkRecord(ctx, repo.ID, n, *rec); err != nil {
+				return err
+			}
+		}
+		id, err := m.postParkComment(ctx, gh, repo, n, rec, resumed)
 		if err != nil {
 			return err
 		}
@@ -237,9 +283,12 @@ func (m *Mirror) finishPark(ctx context.Context, repo Repo, set RepoSettings, n 
 	return nil
 }
 
+// parkStageOrder ranks a park's stages.
+var parkStageOrder = map[string]int{ParkTagged: 1, ParkLabeled: 2, ParkCommenting: 3, ParkCommented: 4}
+
 // postParkComment posts the park comment with the current epoch's attempts
 // read from the trail.
-func (m *Mirror) postParkComment(ctx context.Context, gh *github.Client, repo Repo, n int, rec *ParkRecord) (int64, error) {
+func (m *Mirror) postParkComment(ctx context.Context, gh *github.Client, repo Repo, n int, rec *ParkRecord, resumed bool) (int64, error) {
 	id := gating.IDFor(n)
 	rs, err := m.Ledger.ClaimSnapshot(ctx, repo.ID, id)
 	if err != nil {
@@ -257,13 +306,49 @@ func (m *Mirror) postParkComment(ctx context.Context, gh *github.Client, repo Re
 			return w.CommentID, nil
 		}
 	}
-	body := gating.ParkComment(id, attempts, rec.RulingOwner, rec.RulingTopic, rec.Question, tr.EpochHistory())
 	owner, name, _ := strings.Cut(repo.FullName, "/")
+	if resumed {
+		if found, err := m.findParkComment(ctx, gh, owner, name, n, rec.At); err != nil || found != 0 {
+			return found, err
+		}
+	}
+	body := gating.ParkComment(id, attempts, rec.RulingOwner, rec.RulingTopic, rec.Question, tr.EpochHistory())
 	c, _, err := gh.Issues.CreateComment(ctx, owner, name, n, &github.IssueComment{Body: &body})
 	if err != nil {
 		return 0, fmt.Errorf("post the park comment on %s#%d: %w", repo.FullName, n, err)
 	}
 	return c.GetID(), nil
+}
+
+// findParkComment looks on GitHub for warden's park comment on issue n
+// made since the park began (a post whose record was lost): the issue's
+// comments since then, paged. It refuses without warden's own login rather
+// than risk a second comment.
+func (m *Mirror) findParkComment(ctx context.Context, gh *github.Client, owner, name string, n int, since time.Time) (int64, error) {
+	bot := ""
+	if m.Bot != nil {
+		bot = m.Bot()
+	}
+	if bot == "" {
+		return 0, fmt.Errorf("find the park comment on #%d: warden's own login is not known yet", n)
+	}
+	after := since.Add(-time.Second) // GitHub's times have one-second resolution
+	opt := &github.IssueListCommentsOptions{Since: &after, ListOptions: github.ListOptions{PerPage: 100}}
+	for {
+		cs, resp, err := gh.Issues.ListComments(ctx, owner, name, n, opt)
+		if err != nil {
+			return 0, fmt.Errorf("find the park comment on #%d: %w", n, err)
+		}
+		for _, c := range cs {
+			if strings.EqualFold(c.GetUser().GetLogin(), bot) && strings.HasPrefix(c.GetBody(), gating.ParkPrefix) {
+				return c.GetID(), nil
+			}
+		}
+		if resp.NextPage == 0 {
+			return 0, nil
+		}
+		opt.Page = resp.NextPage
+	}
 }
 
 // repairParkLabel handles state:parked without the parked label: the tag is

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -293,7 +294,16 @@ func (ib *Inbox) writeBatch(batch []*acceptReq) ([]AcceptResult, error) {
 	defer ins.Close()
 	var requeue *sql.Stmt
 	results := make([]AcceptResult, len(batch))
-	for i, r := range batch {
+	// Rows are inserted in delivery id order: replicas given the same
+	// deliveries (a load balancer fanning out, GitHub redelivering) then
+	// take the unique index's locks in one order and never deadlock.
+	order := make([]int, len(batch))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool { return batch[order[a]].in.ID < batch[order[b]].in.ID })
+	for _, i := range order {
+		r := batch[i]
 		ms := r.in.ReceivedAt.UnixMilli()
 		res, err := ins.ExecContext(ctx, r.in.ID, r.in.Event, r.in.HookID, r.in.Payload, ms)
 		if err != nil {
