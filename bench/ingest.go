@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -199,7 +200,18 @@ func delivery(id string, size int) ([]byte, string) {
 	return body, webhooks.Sign(benchSecret, body)
 }
 
+// post sends one delivery and requires 202 Accepted (stored).
 func post(c *http.Client, url, id string, body []byte, sig string) error {
+	code, _, err := send(c, url, id, body, sig)
+	if err == nil && code != http.StatusAccepted {
+		err = fmt.Errorf("delivery %s: status %d", id, code)
+	}
+	return err
+}
+
+// send sends one delivery and returns the status and the answer's text
+// (the ingress answers "stored", "duplicate" or "requeued").
+func send(c *http.Client, url, id string, body []byte, sig string) (int, string, error) {
 	req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("X-GitHub-Event", "issue_comment")
@@ -207,14 +219,12 @@ func post(c *http.Client, url, id string, body []byte, sig string) error {
 	req.Header.Set("X-Hub-Signature-256", sig)
 	resp, err := c.Do(req)
 	if err != nil {
-		return err
+		return 0, "", err
 	}
+	text, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<10))
 	io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusAccepted {
-		return fmt.Errorf("delivery %s: status %d", id, resp.StatusCode)
-	}
-	return nil
+	return resp.StatusCode, strings.TrimSpace(string(text)), nil
 }
 
 // throughput sends cfg.Deliveries distinct deliveries from cfg.Clients
@@ -225,6 +235,16 @@ func throughput(h http.Handler, cfg ingestConfig, prefix string) (run, error) {
 		return run{}, err
 	}
 	defer s.srv.Close()
+	return load([]string{s.url}, false, cfg, prefix, nil)
+}
+
+// load sends cfg.Deliveries distinct deliveries from cfg.Clients goroutines,
+// round-robin over urls, and measures distinct deliveries acknowledged per
+// second. With fanout, each delivery goes to every url (consecutive posts,
+// so the copies race each other) and answer, when not nil, judges each
+// response (i is the delivery; errRedeliver sends that post again);
+// otherwise every post must answer 202.
+func load(urls []string, fanout bool, cfg ingestConfig, prefix string, answer func(i, code int, text string) error) (run, error) {
 	c := newClient(cfg.Clients)
 	// Pre-build bodies so the generator's cost is the same for both handlers
 	// (deliveries differ by id; 64 distinct bodies are enough).
@@ -235,9 +255,13 @@ func throughput(h http.Handler, cfg ingestConfig, prefix string) (run, error) {
 	}
 	// Warm up connections.
 	for i := 0; i < cfg.Clients; i++ {
-		if err := post(c, s.url, guid(prefix+"-warm", i), bodies[i%64], sigs[i%64]); err != nil {
+		if err := post(c, urls[i%len(urls)], guid(prefix+"-warm", i), bodies[i%64], sigs[i%64]); err != nil {
 			return run{}, err
 		}
+	}
+	per := 1
+	if fanout {
+		per = len(urls)
 	}
 	var next atomic.Int64
 	var firstErr atomic.Value
@@ -248,11 +272,25 @@ func throughput(h http.Handler, cfg ingestConfig, prefix string) (run, error) {
 		go func() {
 			defer wg.Done()
 			for {
-				i := int(next.Add(1) - 1)
+				k := int(next.Add(1) - 1)
+				i := k / per
 				if i >= cfg.Deliveries {
 					return
 				}
-				if err := post(c, s.url, guid(prefix, i), bodies[i%64], sigs[i%64]); err != nil {
+				url, id := urls[k%len(urls)], guid(prefix, i)
+				var err error
+				if answer == nil {
+					err = post(c, url, id, bodies[i%64], sigs[i%64])
+				} else {
+					for err = errRedeliver; err == errRedeliver; {
+						var code int
+						var text string
+						if code, text, err = send(c, url, id, bodies[i%64], sigs[i%64]); err == nil {
+							err = answer(i, code, text)
+						}
+					}
+				}
+				if err != nil {
 					firstErr.CompareAndSwap(nil, err)
 					return
 				}
@@ -268,6 +306,9 @@ func throughput(h http.Handler, cfg ingestConfig, prefix string) (run, error) {
 		n: cfg.Deliveries + cfg.Clients}, nil
 }
 
+// errRedeliver is what load's answer returns to have a post sent again.
+var errRedeliver = errors.New("redeliver")
+
 // pacedLatency sends cfg.Rate deliveries per second (open loop) for
 // cfg.RateFor and returns the p50 and p99 acknowledgement latency.
 func pacedLatency(h http.Handler, cfg ingestConfig) (time.Duration, time.Duration, error) {
@@ -276,12 +317,18 @@ func pacedLatency(h http.Handler, cfg ingestConfig) (time.Duration, time.Duratio
 		return 0, 0, err
 	}
 	defer s.srv.Close()
+	return paced([]string{s.url}, cfg, "paced")
+}
+
+// paced is pacedLatency over servers already running: deliveries go
+// round-robin to urls, their ids made from prefix.
+func paced(urls []string, cfg ingestConfig, prefix string) (time.Duration, time.Duration, error) {
 	c := newClient(256)
 	total := int(float64(cfg.Rate) * cfg.RateFor.Seconds())
 	lat := make([]time.Duration, total)
 	bodies, sigs := make([][]byte, 64), make([]string, 64)
 	for i := range bodies {
-		bodies[i], sigs[i] = delivery(fmt.Sprintf("paced-%d", i), cfg.PayloadBytes)
+		bodies[i], sigs[i] = delivery(fmt.Sprintf("%s-%d", prefix, i), cfg.PayloadBytes)
 	}
 	interval := time.Second / time.Duration(cfg.Rate)
 	var wg sync.WaitGroup
@@ -292,12 +339,12 @@ func pacedLatency(h http.Handler, cfg ingestConfig) (time.Duration, time.Duratio
 		if d := time.Until(due); d > 0 {
 			time.Sleep(d)
 		}
-		body, sig := bodies[i%len(bodies)], sigs[i%len(sigs)]
+		body, sig, url := bodies[i%len(bodies)], sigs[i%len(sigs)], urls[i%len(urls)]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			t0 := time.Now()
-			if err := post(c, s.url, guid("paced", i), body, sig); err != nil {
+			if err := post(c, url, guid(prefix, i), body, sig); err != nil {
 				firstErr.CompareAndSwap(nil, err)
 			}
 			lat[i] = time.Since(t0)

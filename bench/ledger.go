@@ -26,6 +26,12 @@ func benchLedger(ctx context.Context, cycles int) ([]Figure, error) {
 		return nil, err
 	}
 	defer d.Close()
+	return ledgerCycles(ctx, d, "ledger", "SQLite (WAL, synchronous=FULL)", cycles)
+}
+
+// ledgerCycles runs cycles claim + renew + release cycles on a ledger in
+// the fresh database d and reports them under section; backend describes d.
+func ledgerCycles(ctx context.Context, d *db.DB, section, backend string, cycles int) ([]Figure, error) {
 	l, err := mirror.OpenLedger(ctx, d, mirror.Config{Region: "local", LeaseDefault: 30 * time.Second, LeaseMax: 30 * time.Minute,
 		Quarantine: time.Hour, Settings: func(context.Context, mirror.Repo) mirror.RepoSettings {
 			s := mirror.DefaultSettings()
@@ -68,9 +74,9 @@ func benchLedger(ctx context.Context, cycles int) ([]Figure, error) {
 		}
 	}
 	el := time.Since(start)
-	work := fmt.Sprintf("%d cycles on one item, SQLite (WAL, synchronous=FULL)", cycles)
+	work := fmt.Sprintf("%d cycles on one item, %s", cycles, backend)
 	return []Figure{
-		{"ledger", "claim+renew+release cycles", float64(cycles) / el.Seconds(), "/s", work, "one fsynced commit per write"},
-		{"ledger", "time per write", el.Seconds() * 1e6 / float64(3*cycles), "µs", work, "—"},
+		{section, "claim+renew+release cycles", float64(cycles) / el.Seconds(), "/s", work, "one fsynced commit per write"},
+		{section, "time per write", el.Seconds() * 1e6 / float64(3*cycles), "µs", work, "—"},
 	}, nil
 }

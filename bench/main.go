@@ -3,6 +3,10 @@
 //
 //	go run ./bench             # the full run
 //	go run ./bench -quick      # a few seconds: CI's smoke run
+//	go run ./bench -postgres postgres://...   # PostgreSQL figures too
+//
+// The PostgreSQL sections run when -postgres or WARDEN_TEST_POSTGRES names a
+// database; each run works in a schema of its own, dropped at the end.
 package main
 
 import (
@@ -31,6 +35,7 @@ func main() {
 	quick := flag.Bool("quick", false, "a short smoke run (seconds), for CI")
 	out := flag.String("json", "", "also write the figures as JSON to this file")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile here")
+	pgURL := flag.String("postgres", os.Getenv(postgresEnv), "a postgres:// URL for the PostgreSQL sections (default $"+postgresEnv+")")
 	flag.Parse()
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
@@ -63,6 +68,16 @@ func main() {
 		os.Exit(1)
 	}
 	figs = append(figs, lf...)
+	if *pgURL == "" {
+		fmt.Fprintln(os.Stderr, "bench: PostgreSQL sections skipped: pass -postgres postgres://... or set "+postgresEnv+" to run them")
+	} else {
+		pf, err := benchPostgres(ctx, *pgURL, cfg, cycles)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench: postgres:", err)
+			os.Exit(1)
+		}
+		figs = append(figs, pf...)
+	}
 	figs = append(figs, benchReady(10000, 20000, readyRuns)...)
 	af, err := benchAPICalls(ctx, *quick)
 	if err != nil {

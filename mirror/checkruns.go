@@ -163,7 +163,7 @@ func (m *Mirror) writeCheckRun(ctx context.Context, repo Repo, set RepoSettings,
 	owner, name, _ := strings.Cut(repo.FullName, "/")
 	out := &github.CheckRunOutput{Title: github.String(v.Title), Summary: github.String(v.Summary)}
 	now := github.Timestamp{Time: m.now()}
-	if old != nil {
+	if old != nil && old.ID != 0 {
 		_, resp, err := gh.Checks.UpdateCheckRun(ctx, owner, name, old.ID, github.UpdateCheckRunOptions{Name: CheckRunName,
 			Status: github.String("completed"), Conclusion: github.String(v.Conclusion), CompletedAt: &now, Output: out})
 		if err == nil {

@@ -65,15 +65,25 @@ type Dispatcher struct {
 	heartbeat atomic.Int64 // unix ms of the last loop turn
 
 	// loop-goroutine state
-	inflight map[int64]bool
-	busy     map[string]bool
-	meta     map[int64]Meta // parsed routing fields of pending deliveries seen
+	inflight  map[int64]bool
+	busy      map[string]bool
+	meta      map[int64]Meta       // parsed routing fields of pending deliveries seen
+	elsewhere map[string]time.Time // order keys another replica held, until when not to try them
 }
 
 type taskResult struct {
-	seq int64
-	key string
+	seq       int64
+	key       string
+	elsewhere bool // the claim failed: another replica holds the delivery or its key
 }
+
+// elsewhereFor is how long a replica leaves an order key alone after
+// finding another replica holding it: that replica's own loop takes the
+// key's next delivery as soon as it finishes, so trying again soon only
+// spends round trips (25 ms here cost a third of the three-replica
+// throughput in the bench's "dispatch (PostgreSQL)"); should the holder die,
+// its deliveries wait this long at most.
+const elsewhereFor = 250 * time.Millisecond
 
 // NewDispatcher builds a dispatcher; call Run to start it.
 func NewDispatcher(ib *Inbox, h Handler, m *Metrics, log *slog.Logger, opt DispatchOptions) *Dispatcher {
@@ -106,11 +116,12 @@ func NewDispatcher(ib *Inbox, h Handler, m *Metrics, log *slog.Logger, opt Dispa
 	}
 	return &Dispatcher{
 		inbox: ib, handler: h, log: log, m: m, opt: opt,
-		wake:     make(chan struct{}, 1),
-		results:  make(chan taskResult, opt.Workers),
-		inflight: map[int64]bool{},
-		busy:     map[string]bool{},
-		meta:     map[int64]Meta{},
+		wake:      make(chan struct{}, 1),
+		results:   make(chan taskResult, opt.Workers),
+		inflight:  map[int64]bool{},
+		busy:      map[string]bool{},
+		meta:      map[int64]Meta{},
+		elsewhere: map[string]time.Time{},
 	}
 }
 
@@ -231,23 +242,48 @@ func (d *Dispatcher) finish(r taskResult) {
 	delete(d.inflight, r.seq)
 	delete(d.busy, r.key)
 	delete(d.meta, r.seq)
+	if r.elsewhere {
+		if len(d.elsewhere) > 10_000 {
+			clear(d.elsewhere)
+		}
+		d.elsewhere[r.key] = time.Now().Add(elsewhereFor)
+	}
 }
 
 // fill starts handlers for due deliveries while workers are free. It pages
 // through due deliveries in receipt order, so a backlog about one busy issue
 // never keeps a free worker from another issue's delivery.
 //
-// Each delivery is claimed before it starts (Inbox.Claim): on PostgreSQL
-// another replica may hold it or its issue. Once a delivery about an issue
-// is passed over in a scan, every later one about that issue is passed over
-// too, so a replica never overtakes an earlier delivery still pending, even
-// one whose replica has just died.
+// Each handler first claims its delivery (Inbox.Claim): on PostgreSQL
+// another replica may hold it or its issue, and then the key is left alone
+// for a moment (elsewhereFor). Within one scan, and while a key is busy or
+// left alone, every later delivery about it is passed over too, so a
+// replica never overtakes an earlier delivery still pending, even one whose
+// replica has just died.
 func (d *Dispatcher) fill(ctx, workCtx context.Context, wg *sync.WaitGroup) {
 	free := d.opt.Workers - len(d.inflight)
+	if free <= 0 {
+		return
+	}
 	now := time.Now()
+	// Candidates are the first due delivery of each key that is free here.
+	// Alone, a replica starts the oldest; sharing the inbox (PostgreSQL), it
+	// picks at random among a few times as many, so replicas scanning the
+	// same queue do not all reach for the same deliveries.
+	want := free
+	if d.inbox.Shared() {
+		want = free * 4
+	}
+	type candidate struct {
+		p       Pending
+		m       Meta
+		payload []byte
+	}
+	var cands []candidate
+	seen := map[string]bool{}
 	var after int64
-	skipped := map[string]bool{}
-	for scanned := 0; free > 0 && scanned < maxScan; {
+scan:
+	for scanned := 0; scanned < maxScan; {
 		due, err := d.inbox.Due(ctx, now, after, scanPage)
 		if err != nil {
 			if ctx.Err() == nil {
@@ -257,46 +293,56 @@ func (d *Dispatcher) fill(ctx, workCtx context.Context, wg *sync.WaitGroup) {
 		}
 		for _, p := range due {
 			after = p.Seq
-			if free == 0 {
-				return
-			}
 			if d.inflight[p.Seq] {
 				continue
 			}
 			m, payload, ok := d.metaFor(ctx, p)
-			if !ok || d.busy[m.OrderKey] || skipped[m.OrderKey] {
+			if !ok {
 				continue
 			}
-			claim, ok, err := d.inbox.Claim(workCtx, p.Seq, m.OrderKey, now)
-			if err != nil || !ok {
-				if err != nil && ctx.Err() == nil {
-					d.log.Warn("dispatcher: claim delivery", "delivery", p.ID, "err", err)
-				}
-				skipped[m.OrderKey] = true
-				delete(d.meta, p.Seq) // another replica may finish it: re-read next time
+			key := m.OrderKey
+			if seen[key] || d.busy[key] || d.elsewhere[key].After(now) {
+				seen[key] = true // a later delivery never overtakes this key's first
 				continue
 			}
-			d.inflight[p.Seq] = true
-			d.busy[m.OrderKey] = true
-			free--
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				d.process(workCtx, claim, p, m, payload)
-				d.results <- taskResult{seq: p.Seq, key: m.OrderKey}
-			}()
+			seen[key] = true
+			cands = append(cands, candidate{p, m, payload})
+			if len(cands) >= want {
+				break scan
+			}
 		}
 		scanned += len(due)
 		if len(due) < scanPage {
-			return
+			break
 		}
+	}
+	if want > free {
+		rand.Shuffle(len(cands), func(i, j int) { cands[i], cands[j] = cands[j], cands[i] })
+	}
+	for _, c := range cands[:min(free, len(cands))] {
+		d.inflight[c.p.Seq] = true
+		d.busy[c.m.OrderKey] = true
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			claim, ok, err := d.inbox.Claim(workCtx, c.p.Seq, c.m.OrderKey, now)
+			if err != nil && workCtx.Err() == nil {
+				d.log.Warn("dispatcher: claim delivery", "delivery", c.p.ID, "err", err)
+			}
+			if !ok {
+				d.results <- taskResult{seq: c.p.Seq, key: c.m.OrderKey, elsewhere: true}
+				return
+			}
+			d.process(workCtx, claim, c.p, c.m, c.payload)
+			d.results <- taskResult{seq: c.p.Seq, key: c.m.OrderKey}
+		}()
 	}
 }
 
 // scanPage and maxScan bound one fill: pages of due deliveries, and how many
 // it looks at before waiting for the next wake-up.
 const (
-	scanPage = 256
+	scanPage = 32
 	maxScan  = 100_000
 )
 

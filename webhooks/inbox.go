@@ -419,9 +419,12 @@ type Claim struct {
 	tx  *sql.Tx
 }
 
-// orderLock is the advisory lock of an order key (an issue, a pull request,
-// an installation): namespaced by schema like the db package's named locks.
-const orderLock = `SELECT pg_try_advisory_xact_lock(hashtextextended(current_schema() || '/inbox/' || $1, 0))`
+// claimBoth takes the advisory lock of an order key (an issue, a pull
+// request, an installation; namespaced by schema like the db package's
+// named locks) and the delivery's row lock, skipping a row another replica
+// holds.
+const claimBoth = `SELECT pg_try_advisory_xact_lock(hashtextextended(current_schema() || '/inbox/' || $1, 0)),
+	(SELECT seq FROM inbox WHERE seq = $2 AND state = 'pending' AND next_attempt_at <= $3 FOR UPDATE SKIP LOCKED)`
 
 // Claim takes pending delivery seq, due at now, whose order key is key. ok
 // is false when the delivery is no longer pending and due, or when another
@@ -435,25 +438,24 @@ func (ib *Inbox) Claim(ctx context.Context, seq int64, key string, now time.Time
 	if err != nil {
 		return nil, false, fmt.Errorf("inbox: begin claim #%d: %w", seq, err)
 	}
-	if err := tx.QueryRowContext(ctx, orderLock, key).Scan(&ok); err != nil || !ok {
+	// One round trip takes both locks; whichever fails, the rollback
+	// releases the other.
+	var locked bool
+	var row sql.NullInt64
+	err = tx.QueryRowContext(ctx, claimBoth, key, seq, now.UnixMilli()).Scan(&locked, &row)
+	if err != nil || !locked || !row.Valid {
 		tx.Rollback()
 		if err != nil {
-			return nil, false, fmt.Errorf("inbox: lock order key of #%d: %w", seq, err)
+			return nil, false, fmt.Errorf("inbox: claim #%d: %w", seq, err)
 		}
 		return nil, false, nil
 	}
-	var one int
-	err = tx.QueryRowContext(ctx, `SELECT 1 FROM inbox WHERE seq = $1 AND state = 'pending' AND next_attempt_at <= $2
-		FOR UPDATE SKIP LOCKED`, seq, now.UnixMilli()).Scan(&one)
-	if err != nil {
-		tx.Rollback()
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil, false, nil
-		}
-		return nil, false, fmt.Errorf("inbox: claim #%d: %w", seq, err)
-	}
 	return &Claim{Seq: seq, tx: tx}, true, nil
 }
+
+// Shared reports whether other replicas may drain this inbox too (it is on
+// PostgreSQL).
+func (ib *Inbox) Shared() bool { return ib.db.Dialect == db.Postgres }
 
 // Abandon gives a claimed delivery back untouched (no try counted): it stays
 // pending for the next scan, on this replica or another.

@@ -49,6 +49,7 @@ func TestDispatchReplicasPostgres(t *testing.T) {
 	flaky := map[string]bool{} // the last delivery of every fourth issue fails once
 	var failed sync.Map
 	var killed atomic.Bool
+	var blocked atomic.Int32 // the victim's handlers caught by the kill
 	handler := func(victim bool) Handler {
 		return HandlerFunc(func(ctx context.Context, d *Delivery) (Result, error) {
 			log.mu.Lock()
@@ -72,6 +73,7 @@ func TestDispatchReplicasPostgres(t *testing.T) {
 				return Result{}, ctx.Err()
 			}
 			if victim && killed.Load() {
+				blocked.Add(1)
 				<-ctx.Done() // the kill is under way: never finish
 				log.mu.Lock()
 				log.cut[d.ID] = true
@@ -142,7 +144,7 @@ func TestDispatchReplicasPostgres(t *testing.T) {
 		return len(log.completed) >= keys
 	})
 	killed.Store(true)
-	time.Sleep(20 * time.Millisecond)
+	waitFor(t, 20*time.Second, "a handler of the victim in flight", func() bool { return blocked.Load() > 0 })
 	rs[0].cancel()
 	<-rs[0].done
 	rs[0].ib.Close()
