@@ -98,6 +98,10 @@ type Reports struct {
 	// StatusHint points to warden's status page (its URL), named in a
 	// comment cut for length.
 	StatusHint string
+	// Bot returns warden's own login, by which a comment posted by a writer
+	// that stopped before recording it is recognised (nil or "": such a
+	// write waits until it is known).
+	Bot func() string
 }
 
 // OpenReports applies the report comments' schema (component "reports") and
@@ -160,6 +164,10 @@ type reportWrite struct {
 	commentID int64 // 0: create
 	body      string
 	token     string
+	// lookSince is set when the last writer's lease lapsed unrecorded: its
+	// create may have reached GitHub, so a create first looks for the
+	// comment among those made since this time.
+	lookSince time.Time
 }
 
 // Publish sets the item's open findings and brings its report comment in
@@ -397,9 +405,13 @@ func (r *Reports) decide(w *reportRow, now int64, dryRun bool) (string, *reportW
 		w.pending, w.dueAt = true, w.writtenAt+ReportInterval.Milliseconds()
 		return ReportCoalesced, nil
 	}
+	var lookSince time.Time
+	if w.leaseOwner != "" { // a lapsed lease: its writer stopped before recording
+		lookSince = time.UnixMilli(w.leaseUntil - reportLease.Milliseconds())
+	}
 	w.leaseOwner, w.leaseUntil = leaseToken(), now+reportLease.Milliseconds()
 	w.pending, w.dueAt = true, now // until the write is recorded
-	return "", &reportWrite{repo: w.repo, number: w.number, commentID: w.commentID, body: w.body, token: w.leaseOwner}
+	return "", &reportWrite{repo: w.repo, number: w.number, commentID: w.commentID, body: w.body, token: w.leaseOwner, lookSince: lookSince}
 }
 
 // normFindings orders and de-duplicates findings as the comment lists them

@@ -71,6 +71,7 @@ type reportEnv struct {
 func newReportEnv(t *testing.T) *reportEnv {
 	t.Helper()
 	ctx := context.Background()
+	clock := &fakeClock{t: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
 	sim, err := ghsim.New(ghsim.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -95,9 +96,9 @@ func newReportEnv(t *testing.T) *reportEnv {
 		t.Fatal(err)
 	}
 	e := &reportEnv{t: t, ctx: ctx, sim: sim, ghRepo: ghRepo, rt: rt, r: r, d: d,
-		clock: &fakeClock{t: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)},
+		clock: clock,
 		repo:  Repo{ID: ghRepo.ID, FullName: "acme/app", Installation: inst.ID, DefaultBranch: "main"}}
-	r.Now, r.StatusHint = e.clock.Now, reportStatus
+	r.Now, r.StatusHint, r.Bot = e.clock.Now, reportStatus, sim.BotLogin
 	r.Settings = func(context.Context, Repo) RepoSettings {
 		s := DefaultSettings()
 		s.DryRun = e.dry.Load()
@@ -562,6 +563,53 @@ func TestReportLapsedLease(t *testing.T) {
 	e.expectCalls(fmt.Sprintf("PATCH /repos/acme/app/issues/comments/%d 200", id))
 	if _, body := e.only(n); !strings.Contains(body, "unknown-state") {
 		t.Errorf("edit after the lapsed lease missing:\n%s", body)
+	}
+}
+
+// A writer that created the comment and stopped before recording it (its
+// lease lapses with no comment recorded): the next write finds that comment
+// on GitHub and edits it, rather than post a second.
+func TestReportLapsedCreateIsAdopted(t *testing.T) {
+	for _, known := range []bool{true, false} {
+		t.Run(fmt.Sprintf("own login known %v", known), func(t *testing.T) {
+			e := newReportEnv(t)
+			e.clock.Set(time.Now().UTC()) // GitHub's clock: comments are looked for by their times
+			n := e.issue()
+			e.publish(n, ReportCreated, fCycle)
+			id, _ := e.only(n)
+			if _, err := e.d.Write.ExecContext(e.ctx, `UPDATE report_comments SET comment_id = 0, written_hash = '', written_at = 0,
+				lease_owner = 'gone', lease_until = $1, pending = 1, due_at = $2 WHERE repo_id = $3 AND number = $4`,
+				e.clock.Now().Add(reportLease).UnixMilli(), e.clock.Now().UnixMilli(), e.repo.ID, n); err != nil {
+				t.Fatal(err)
+			}
+			if !known {
+				e.r.Bot = func() string { return "" }
+			}
+			e.rt.take()
+			e.clock.Advance(reportLease + time.Second)
+			_, err := e.r.Publish(e.ctx, e.repo, n, []gating.ReportFinding{fCycle, fUnknown})
+			if !known {
+				if err == nil || !strings.Contains(err.Error(), "own login is not known") {
+					t.Fatalf("publish without warden's login: %v, want a refusal", err)
+				}
+				e.only(n) // still the one comment
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, body := e.only(n)
+			if got != id || !strings.Contains(body, "unknown-state") {
+				t.Fatalf("comment %d (want %d, edited): %s", got, id, body)
+			}
+			if e.commentID(n) != id {
+				t.Errorf("recorded comment %d, want %d", e.commentID(n), id)
+			}
+			calls := e.rt.take()
+			if len(calls) != 2 || !strings.HasPrefix(calls[0], "GET /repos/acme/app/issues/") || !strings.HasPrefix(calls[1], "PATCH ") {
+				t.Errorf("calls %v, want one comments read and one edit", calls)
+			}
+		})
 	}
 }
 

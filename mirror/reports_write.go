@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/google/go-github/v66/github"
 	"github.com/wardenhq/warden/gating"
@@ -65,6 +66,18 @@ func (r *Reports) post(ctx context.Context, p *reportWrite) (int64, string, erro
 		}
 		out = ReportRecreated
 	}
+	if !p.lookSince.IsZero() {
+		found, err := r.findReport(ctx, client, owner, name, p.number, p.commentID, p.lookSince)
+		if err != nil {
+			return 0, "", err
+		}
+		if found != 0 {
+			if _, _, err := client.Issues.EditComment(ctx, owner, name, found, &github.IssueComment{Body: &body}); err != nil {
+				return 0, "", fmt.Errorf("edit comment %d: %w", found, err)
+			}
+			return found, ReportEdited, nil
+		}
+	}
 	c, _, err := client.Issues.CreateComment(ctx, owner, name, p.number, &github.IssueComment{Body: &body})
 	if err != nil {
 		return 0, "", fmt.Errorf("create comment on issue %d: %w", p.number, err)
@@ -73,6 +86,37 @@ func (r *Reports) post(ctx context.Context, p *reportWrite) (int64, string, erro
 		return 0, "", fmt.Errorf("create comment on issue %d: no comment id in the answer", p.number)
 	}
 	return c.GetID(), out, nil
+}
+
+// findReport looks on GitHub for warden's report comment on issue n made
+// since a writer that stopped before recording it began (other than the
+// recorded one, gone): the issue's comments since then, paged. It refuses
+// without warden's own login rather than risk a second comment.
+func (r *Reports) findReport(ctx context.Context, client *github.Client, owner, name string, n int, not int64, since time.Time) (int64, error) {
+	bot := ""
+	if r.Bot != nil {
+		bot = r.Bot()
+	}
+	if bot == "" {
+		return 0, fmt.Errorf("look for an unrecorded report comment on #%d: warden's own login is not known yet", n)
+	}
+	after := since.Add(-time.Second) // GitHub's times have one-second resolution
+	opt := &github.IssueListCommentsOptions{Since: &after, ListOptions: github.ListOptions{PerPage: 100}}
+	for {
+		cs, resp, err := client.Issues.ListComments(ctx, owner, name, n, opt)
+		if err != nil {
+			return 0, fmt.Errorf("look for an unrecorded report comment on #%d: %w", n, err)
+		}
+		for _, c := range cs {
+			if c.GetID() != not && strings.EqualFold(c.GetUser().GetLogin(), bot) && strings.HasPrefix(c.GetBody(), gating.ReportPrefix) {
+				return c.GetID(), nil
+			}
+		}
+		if resp.NextPage == 0 {
+			return 0, nil
+		}
+		opt.Page = resp.NextPage
+	}
 }
 
 func (r *Reports) deleteComment(ctx context.Context, repo Repo, id int64) error {

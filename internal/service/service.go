@@ -172,6 +172,7 @@ func Build(ctx context.Context, s *config.Settings, log *slog.Logger, o Options)
 	}
 	dashboards.Now, dashboards.Settings = o.Now, repoSettings
 	dashboards.Bot = svc.Mirror.Bot
+	reports.Bot = svc.Mirror.Bot
 	svc.Mirror.Dashboards = dashboards
 	svc.Mirror.HTMLBase, svc.Mirror.StatusHint = htmlBase(s.GitHubAPIURL), reports.StatusHint
 	svc.Router = NewRouter(svc.Mirror, svc.observeCalls(o.DeliveryCalls))
