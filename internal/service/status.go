@@ -52,6 +52,11 @@ a{color:#0550ae}
 </style></head><body>
 <h1>warden</h1>
 <p>Inbox: <strong>{{.Pending}}</strong> waiting, <strong>{{.Dead}}</strong> dead letters. Bot: {{if .Bot}}<code>{{.Bot}}</code>{{else}}<span class="err">identity not yet learned from GET /app</span>{{end}}</p>
+<h2 id="passes">Shared passes</h2>
+<p>This replica: <code>{{.Replica}}</code>. Replicas on one PostgreSQL database take turns; a pass whose holder died shows no finish and is taken over.</p>
+{{if .Runs}}<table><tr><th>pass</th><th>last run by</th><th>started</th><th>finished</th><th>error</th></tr>
+{{range .Runs}}<tr><td>{{.Name}}</td><td><code>{{.Holder}}</code></td><td>{{utc .StartedAt}}</td><td>{{if .FinishedAt.IsZero}}running, or its replica stopped{{else}}{{utc .FinishedAt}}{{end}}</td><td class="err">{{.LastError}}</td></tr>
+{{end}}</table>{{else}}<p class="none">No pass has run yet.</p>{{end}}
 <h2 id="dead-letters">Dead letters</h2>
 {{if .DeadLetters}}{{template "letters" .DeadLetters}}<p>Retry with <code>warden deliveries retry ID…</code>.</p>{{else}}<p class="none">None.</p>{{end}}
 {{if not .Repos}}<p class="none">No repository served yet.</p>{{end}}
@@ -106,6 +111,8 @@ a{color:#0550ae}
 type statusData struct {
 	Pending, Dead int
 	Bot           string
+	Replica       string      // this process, as the shared passes name it
+	Runs          []RunRecord // the shared passes' last runs
 	DeadLetters   []webhooks.Record
 	Repos         []repoStatus
 }
@@ -168,7 +175,11 @@ func (svc *Service) statusData(ctx context.Context) (statusData, error) {
 	if err != nil {
 		return statusData{}, err
 	}
-	d := statusData{Pending: pending, Dead: dead, Bot: svc.Dispatcher.Bot(), DeadLetters: letters}
+	runs, err := svc.Runs(ctx)
+	if err != nil {
+		return statusData{}, err
+	}
+	d := statusData{Pending: pending, Dead: dead, Bot: svc.Dispatcher.Bot(), DeadLetters: letters, Replica: svc.replica, Runs: runs}
 	for _, repo := range served {
 		st := repoStatus{Name: repo.FullName, HTMLBase: svc.Mirror.HTMLBase, DeadLetters: repoDeadLetters(letters, repo.FullName)}
 		rs, err := svc.Ledger.Snapshot(ctx, repo.ID)

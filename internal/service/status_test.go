@@ -140,3 +140,32 @@ func TestStatusRepoDeadLetters(t *testing.T) {
 		t.Errorf("repoDeadLetters = %+v", got)
 	}
 }
+
+// TestStatusPageShowsSharedPasses: the replicas' shared passes show who ran
+// each last and when, and a pass with no finish says so.
+func TestStatusPageShowsSharedPasses(t *testing.T) {
+	d := fakeStatus()
+	d.Replica = "pod-b/7/abc123"
+	start := time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+	d.Runs = []RunRecord{
+		{Name: "reconcile", Holder: "pod-a/1/ffffff", StartedAt: start},
+		{Name: "catchup", Holder: "pod-b/7/abc123", StartedAt: start, FinishedAt: start.Add(time.Second), LastError: "list deliveries: <503>"},
+	}
+	var b strings.Builder
+	if err := renderStatus(&b, d); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	for _, want := range []string{"This replica: <code>pod-b/7/abc123</code>", "<td>reconcile</td><td><code>pod-a/1/ffffff</code></td><td>2030-01-02 03:04:05Z</td><td>running, or its replica stopped</td>",
+		"<td>catchup</td>", "2030-01-02 03:04:06Z", "list deliveries: &lt;503&gt;"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the status page lacks %q", want)
+		}
+	}
+	d.Runs = nil
+	b.Reset()
+	renderStatus(&b, d)
+	if !strings.Contains(b.String(), "No pass has run yet.") {
+		t.Error("no runs: the page does not say so")
+	}
+}
