@@ -321,34 +321,17 @@ func (m *Mirror) postParkComment(ctx context.Context, gh *github.Client, repo Re
 }
 
 // findParkComment looks on GitHub for warden's park comment on issue n
-// made since the park began (a post whose record was lost): the issue's
-// comments since then, paged. It refuses without warden's own login rather
-// than risk a second comment.
+// made since the park began (a post whose record was lost).
 func (m *Mirror) findParkComment(ctx context.Context, gh *github.Client, owner, name string, n int, since time.Time) (int64, error) {
 	bot := ""
 	if m.Bot != nil {
 		bot = m.Bot()
 	}
-	if bot == "" {
-		return 0, fmt.Errorf("find the park comment on #%d: warden's own login is not known yet", n)
+	id, err := findOwnComment(ctx, gh, owner, name, n, bot, gating.ParkPrefix, since, 0)
+	if err != nil {
+		return 0, fmt.Errorf("find the park comment: %w", err)
 	}
-	after := since.Add(-time.Second) // GitHub's times have one-second resolution
-	opt := &github.IssueListCommentsOptions{Since: &after, ListOptions: github.ListOptions{PerPage: 100}}
-	for {
-		cs, resp, err := gh.Issues.ListComments(ctx, owner, name, n, opt)
-		if err != nil {
-			return 0, fmt.Errorf("find the park comment on #%d: %w", n, err)
-		}
-		for _, c := range cs {
-			if strings.EqualFold(c.GetUser().GetLogin(), bot) && strings.HasPrefix(c.GetBody(), gating.ParkPrefix) {
-				return c.GetID(), nil
-			}
-		}
-		if resp.NextPage == 0 {
-			return 0, nil
-		}
-		opt.Page = resp.NextPage
-	}
+	return id, nil
 }
 
 // repairParkLabel handles state:parked without the parked label: the tag is

@@ -90,33 +90,17 @@ func (r *Reports) post(ctx context.Context, p *reportWrite) (int64, string, erro
 
 // findReport looks on GitHub for warden's report comment on issue n made
 // since a writer that stopped before recording it began (other than the
-// recorded one, gone): the issue's comments since then, paged. It refuses
-// without warden's own login rather than risk a second comment.
+// recorded one, gone).
 func (r *Reports) findReport(ctx context.Context, client *github.Client, owner, name string, n int, not int64, since time.Time) (int64, error) {
 	bot := ""
 	if r.Bot != nil {
 		bot = r.Bot()
 	}
-	if bot == "" {
-		return 0, fmt.Errorf("look for an unrecorded report comment on #%d: warden's own login is not known yet", n)
+	id, err := findOwnComment(ctx, client, owner, name, n, bot, gating.ReportPrefix, since, not)
+	if err != nil {
+		return 0, fmt.Errorf("look for an unrecorded report comment: %w", err)
 	}
-	after := since.Add(-time.Second) // GitHub's times have one-second resolution
-	opt := &github.IssueListCommentsOptions{Since: &after, ListOptions: github.ListOptions{PerPage: 100}}
-	for {
-		cs, resp, err := client.Issues.ListComments(ctx, owner, name, n, opt)
-		if err != nil {
-			return 0, fmt.Errorf("look for an unrecorded report comment on #%d: %w", n, err)
-		}
-		for _, c := range cs {
-			if c.GetID() != not && strings.EqualFold(c.GetUser().GetLogin(), bot) && strings.HasPrefix(c.GetBody(), gating.ReportPrefix) {
-				return c.GetID(), nil
-			}
-		}
-		if resp.NextPage == 0 {
-			return 0, nil
-		}
-		opt.Page = resp.NextPage
-	}
+	return id, nil
 }
 
 func (r *Reports) deleteComment(ctx context.Context, repo Repo, id int64) error {
