@@ -74,7 +74,6 @@ type SettingsStore struct {
 
 	mu    sync.Mutex
 	cache map[int64]settingsCached
-	locks map[int64]chan struct{}
 }
 
 type settingsCached struct {
@@ -111,7 +110,7 @@ func OpenSettingsStore(ctx context.Context, d *db.DB, gh Clients, agents []strin
 		log = slog.Default()
 	}
 	return &SettingsStore{db: d, gh: gh, agents: slices.Clone(agents), log: log, now: time.Now, ttl: settingsCacheTTL,
-		cache: map[int64]settingsCached{}, locks: map[int64]chan struct{}{}}, nil
+		cache: map[int64]settingsCached{}}, nil
 }
 
 // Get returns the settings in effect for r. It never calls GitHub: it
@@ -518,22 +517,15 @@ func (s *SettingsStore) client(r Repo) (*github.Client, error) {
 	return gh, nil
 }
 
-// lock serialises this replica's writers of one repository's settings
-// (other replicas are fenced by the row's version).
+// lock serialises the writers of one repository's settings, across
+// replicas on PostgreSQL (db.DB.Lock); the row's version still fences a
+// write that raced one anyway.
 func (s *SettingsStore) lock(ctx context.Context, repoID int64) (func(), error) {
-	s.mu.Lock()
-	ch := s.locks[repoID]
-	if ch == nil {
-		ch = make(chan struct{}, 1)
-		s.locks[repoID] = ch
+	release, err := s.db.Lock(ctx, fmt.Sprintf("settings/%d", repoID))
+	if err != nil {
+		return nil, fmt.Errorf("wait for the settings of repository %d: %w", repoID, err)
 	}
-	s.mu.Unlock()
-	select {
-	case ch <- struct{}{}:
-		return func() { <-ch }, nil
-	case <-ctx.Done():
-		return nil, fmt.Errorf("wait for the settings of repository %d: %w", repoID, ctx.Err())
-	}
+	return release, nil
 }
 
 func shortSHA(sha string) string {

@@ -22,10 +22,14 @@ import (
 // advisoryKey is the SQL expression for a lock name's 64-bit key.
 const advisoryKey = `hashtextextended(current_schema() || '/' || $1, 0)`
 
-// Lock waits for the lock called name and returns its release. Holding it
-// keeps one PostgreSQL connection out of the pool; release it promptly.
+// Lock waits for the lock called name, or until ctx ends, and returns its
+// release. Holding it keeps one PostgreSQL connection out of the pool;
+// release it promptly.
 func (d *DB) Lock(ctx context.Context, name string) (release func(), err error) {
-	local := d.locks().lock(name)
+	local, err := d.locks().lock(ctx, name)
+	if err != nil {
+		return nil, fmt.Errorf("lock %q: %w", name, err)
+	}
 	if d.Dialect != Postgres {
 		return local, nil
 	}
@@ -101,16 +105,17 @@ func (d *DB) locks() *keyedLocks {
 	return d.named
 }
 
-// keyedLocks is a mutex per name; an entry lives while someone holds or
-// waits for it.
+// keyedLocks is a lock per name, in this process; an entry lives while
+// someone holds or waits for it. A lock is a channel of one slot, so a
+// waiter can give up when its context ends.
 type keyedLocks struct {
 	mu sync.Mutex
 	m  map[string]*keyedLock
 }
 
 type keyedLock struct {
-	sync.Mutex
-	n int // holders and waiters
+	slot chan struct{}
+	n    int // holders and waiters
 }
 
 func (k *keyedLocks) entry(name string) *keyedLock {
@@ -118,7 +123,7 @@ func (k *keyedLocks) entry(name string) *keyedLock {
 	defer k.mu.Unlock()
 	l := k.m[name]
 	if l == nil {
-		l = &keyedLock{}
+		l = &keyedLock{slot: make(chan struct{}, 1)}
 		k.m[name] = l
 	}
 	l.n++
@@ -133,19 +138,30 @@ func (k *keyedLocks) drop(name string, l *keyedLock) {
 	k.mu.Unlock()
 }
 
-func (k *keyedLocks) lock(name string) func() {
-	l := k.entry(name)
-	l.Lock()
+// release returns the unlock of a held entry (safe to call twice).
+func (k *keyedLocks) release(name string, l *keyedLock) func() {
 	var once sync.Once
-	return func() { once.Do(func() { l.Unlock(); k.drop(name, l) }) }
+	return func() { once.Do(func() { <-l.slot; k.drop(name, l) }) }
+}
+
+func (k *keyedLocks) lock(ctx context.Context, name string) (func(), error) {
+	l := k.entry(name)
+	select {
+	case l.slot <- struct{}{}:
+		return k.release(name, l), nil
+	case <-ctx.Done():
+		k.drop(name, l)
+		return nil, ctx.Err()
+	}
 }
 
 func (k *keyedLocks) tryLock(name string) (func(), bool) {
 	l := k.entry(name)
-	if !l.TryLock() {
+	select {
+	case l.slot <- struct{}{}:
+		return k.release(name, l), true
+	default:
 		k.drop(name, l)
 		return nil, false
 	}
-	var once sync.Once
-	return func() { once.Do(func() { l.Unlock(); k.drop(name, l) }) }, true
 }

@@ -56,6 +56,11 @@ func TestLockIsExclusiveInOneProcess(t *testing.T) {
 	if _, ok, _ := d.TryLock(context.Background(), "x"); ok {
 		t.Fatal("TryLock took a lock already held")
 	}
+	wctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if _, err := d.Lock(wctx, "x"); err == nil {
+		t.Fatal("Lock returned a lock held in this process")
+	}
 	unlock()
 	unlock() // a second release is harmless
 	if _, ok, _ := d.TryLock(context.Background(), "x"); !ok {
