@@ -178,8 +178,9 @@ func fanOut(t *testing.T, replicas func() []*replicaProc) string {
 	return "http://" + l.Addr().String() + "/webhooks"
 }
 
-// apiCall calls a replica's agent API on acme/app.
-func apiCall(ctx context.Context, base, token, method, path string, body, out any) (int, error) {
+// apiCall calls a replica's agent API on acme/app; a 2xx answer is decoded
+// into out. header holds extra headers, name then value.
+func apiCall(ctx context.Context, base, token, method, path string, body, out any, header ...string) (int, error) {
 	var rd io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
@@ -191,6 +192,9 @@ func apiCall(ctx context.Context, base, token, method, path string, body, out an
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0, err
@@ -200,12 +204,12 @@ func apiCall(ctx context.Context, base, token, method, path string, body, out an
 	if err != nil {
 		return resp.StatusCode, err
 	}
-	if out != nil && resp.StatusCode == http.StatusOK {
+	if out != nil && resp.StatusCode/100 == 2 {
 		if err := json.Unmarshal(b, out); err != nil {
 			return resp.StatusCode, fmt.Errorf("%s %s: %w: %s", method, path, err, b)
 		}
 	}
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode/100 != 2 {
 		return resp.StatusCode, fmt.Errorf("%s %s: %d %s", method, path, resp.StatusCode, b)
 	}
 	return resp.StatusCode, nil

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wardenhq/warden/internal/agentapi"
 	"github.com/wardenhq/warden/internal/db"
 	"github.com/wardenhq/warden/internal/db/dbtest"
 	"github.com/wardenhq/warden/internal/ghsim"
@@ -19,6 +20,7 @@ import (
 const (
 	replicaSecret = "three-replicas-webhook-secret"
 	replicaWorker = "three-replicas-worker-token-01"
+	replicaPM     = "three-replicas-pm-token-00001"
 )
 
 // TestThreeReplicasPostgres is issue 8's test of several replicas: three
@@ -45,7 +47,7 @@ func TestThreeReplicasPostgres(t *testing.T) {
 		"WARDEN_DATABASE": dsn, "WARDEN_APP_ID": strconv.FormatInt(sim.AppID(), 10),
 		"WARDEN_PRIVATE_KEY_FILE": writeKey(t, sim.PrivateKeyPEM()), "WARDEN_WEBHOOK_SECRET": replicaSecret,
 		"WARDEN_GITHUB_API_URL": gh.URL + "/", "WARDEN_LOG_LEVEL": "debug", "WARDEN_RECONCILE_INTERVAL": "2s",
-		"WARDEN_API_TOKENS": "worker-7:" + replicaWorker + ":worker",
+		"WARDEN_API_TOKENS": "worker-7:" + replicaWorker + ":worker,pm:" + replicaPM + ":pm",
 	}
 	var reps []*replicaProc
 	for i := range 3 {
@@ -158,6 +160,38 @@ func TestThreeReplicasPostgres(t *testing.T) {
 			}
 		}
 	}
+
+	// One create, sent to all three replicas at once with one
+	// Idempotency-Key (an agent retrying through a load balancer): one issue.
+	var wg sync.WaitGroup
+	created := make([]int, len(reps))
+	for i, r := range reps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var res struct {
+				Issue struct{ Number int } `json:"issue"`
+			}
+			if _, err := apiCall(ctx, r.public, replicaPM, http.MethodPost, "/items",
+				map[string]any{"title": "Created once", "specification": "Through three replicas."}, &res,
+				agentapi.IdempotencyHeader, "replicas/created-once"); err != nil {
+				t.Errorf("create on replica %d: %v", r.n, err)
+			}
+			created[i] = res.Issue.Number
+		}()
+	}
+	wg.Wait()
+	sim.Locked(func() {
+		n := 0
+		for _, iss := range repo.Issues {
+			if iss.Title == "Created once" {
+				n++
+			}
+		}
+		if n != 1 || created[0] == 0 || created[0] != created[1] || created[1] != created[2] {
+			t.Errorf("one create through three replicas opened %d issues; answers named %v", n, created)
+		}
+	})
 
 	// Before the kill.
 	contend(items[0:10])

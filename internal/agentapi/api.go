@@ -21,6 +21,7 @@ import (
 
 	"github.com/wardenhq/warden/gating"
 	"github.com/wardenhq/warden/internal/config"
+	"github.com/wardenhq/warden/internal/db"
 	"github.com/wardenhq/warden/mirror"
 )
 
@@ -61,6 +62,15 @@ type Options struct {
 	// parked label and a new epoch when a human token parks or unparks).
 	// It runs after the ledger's write and cannot undo it.
 	Writes WriteObserver
+	// Locks serialise the creates that share a request key, across every
+	// replica (*db.DB); nil: within this process only (&db.Local{}).
+	Locks Locker
+}
+
+// Locker takes named locks (*db.DB across replicas, *db.Local in one
+// process).
+type Locker interface {
+	Lock(ctx context.Context, name string) (release func(), err error)
 }
 
 // WriteObserver hears of the API's ledger writes (*mirror.Mirror).
@@ -153,7 +163,7 @@ type handler struct {
 	log    *slog.Logger
 	now    func() time.Time
 
-	keys   keyLocks
+	locks  Locker
 	recent *recentKeys
 }
 
@@ -171,7 +181,10 @@ func newHandler(ledger store, gh GitHub, tokens []config.APIToken, o Options, lo
 	}
 	h := &handler{ledger: ledger, gh: gh, creds: newCredentials(tokens), opt: o, log: log.With("component", "agentapi"),
 		now: time.Now, recent: newRecentKeys(4096)}
-	h.keys.m = map[string]*keyLock{}
+	h.locks = o.Locks
+	if h.locks == nil {
+		h.locks = &db.Local{}
+	}
 	return h.routes()
 }
 
@@ -223,38 +236,6 @@ func (h *handler) recoverer(next http.Handler) http.Handler {
 		}()
 		next.ServeHTTP(w, r)
 	})
-}
-
-// keyLocks serialises requests that share an idempotency key in this
-// process, so that two concurrent identical creates open one issue.
-type keyLocks struct {
-	mu sync.Mutex
-	m  map[string]*keyLock
-}
-
-type keyLock struct {
-	mu   sync.Mutex
-	refs int
-}
-
-func (k *keyLocks) lock(key string) func() {
-	k.mu.Lock()
-	l := k.m[key]
-	if l == nil {
-		l = &keyLock{}
-		k.m[key] = l
-	}
-	l.refs++
-	k.mu.Unlock()
-	l.mu.Lock()
-	return func() {
-		l.mu.Unlock()
-		k.mu.Lock()
-		if l.refs--; l.refs == 0 {
-			delete(k.m, key)
-		}
-		k.mu.Unlock()
-	}
 }
 
 // recentKeys remembers, per request key, the item it created and the

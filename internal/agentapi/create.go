@@ -313,7 +313,13 @@ func (h *handler) createItem(w http.ResponseWriter, r *http.Request) {
 	}
 	in := mirror.NewItem{Title: title, Author: author, Provenance: provenance, Tags: tags, Links: links}
 
-	unlock := h.keys.lock(key)
+	// Two replicas given the same request (an agent retrying through a
+	// load balancer) must not both open an issue.
+	unlock, err := h.locks.Lock(ctx, "create/"+key)
+	if err != nil {
+		h.failErr(w, r, fmt.Errorf("wait for an earlier request with the same key: %w", err))
+		return
+	}
 	defer unlock()
 
 	// 1. An item this process already created from the same request.

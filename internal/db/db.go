@@ -15,7 +15,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" driver
@@ -46,8 +45,7 @@ type DB struct {
 	stopCheckpoint chan struct{}
 	checkpointDone chan struct{}
 
-	lockInit sync.Once
-	named    *keyedLocks // named locks held in this process (locks.go)
+	named Local // named locks held in this process (locks.go)
 }
 
 // ErrUnsupported is returned for a WARDEN_DATABASE value warden cannot use.

@@ -26,7 +26,7 @@ const advisoryKey = `hashtextextended(current_schema() || '/' || $1, 0)`
 // release. Holding it keeps one PostgreSQL connection out of the pool;
 // release it promptly.
 func (d *DB) Lock(ctx context.Context, name string) (release func(), err error) {
-	local, err := d.locks().lock(ctx, name)
+	local, err := d.locks().Lock(ctx, name)
 	if err != nil {
 		return nil, fmt.Errorf("lock %q: %w", name, err)
 	}
@@ -49,7 +49,7 @@ func (d *DB) Lock(ctx context.Context, name string) (release func(), err error) 
 // TryLock takes the lock called name if nobody holds it; ok is false when
 // another goroutine or replica does.
 func (d *DB) TryLock(ctx context.Context, name string) (release func(), ok bool, err error) {
-	local, ok := d.locks().tryLock(name)
+	local, ok := d.locks().TryLock(name)
 	if !ok {
 		return nil, false, nil
 	}
@@ -100,15 +100,13 @@ func discard(conn *sql.Conn) {
 	conn.Close()
 }
 
-func (d *DB) locks() *keyedLocks {
-	d.lockInit.Do(func() { d.named = &keyedLocks{m: map[string]*keyedLock{}} })
-	return d.named
-}
+func (d *DB) locks() *Local { return &d.named }
 
-// keyedLocks is a lock per name, in this process; an entry lives while
-// someone holds or waits for it. A lock is a channel of one slot, so a
-// waiter can give up when its context ends.
-type keyedLocks struct {
+// Local is a lock per name within this process (the zero value is ready);
+// an entry lives while someone holds or waits for it. A lock is a channel
+// of one slot, so a waiter can give up when its context ends. DB's locks
+// use it on SQLite and in front of PostgreSQL's advisory locks.
+type Local struct {
 	mu sync.Mutex
 	m  map[string]*keyedLock
 }
@@ -118,9 +116,12 @@ type keyedLock struct {
 	n    int // holders and waiters
 }
 
-func (k *keyedLocks) entry(name string) *keyedLock {
+func (k *Local) entry(name string) *keyedLock {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if k.m == nil {
+		k.m = map[string]*keyedLock{}
+	}
 	l := k.m[name]
 	if l == nil {
 		l = &keyedLock{slot: make(chan struct{}, 1)}
@@ -130,7 +131,7 @@ func (k *keyedLocks) entry(name string) *keyedLock {
 	return l
 }
 
-func (k *keyedLocks) drop(name string, l *keyedLock) {
+func (k *Local) drop(name string, l *keyedLock) {
 	k.mu.Lock()
 	if l.n--; l.n == 0 {
 		delete(k.m, name)
@@ -139,12 +140,14 @@ func (k *keyedLocks) drop(name string, l *keyedLock) {
 }
 
 // release returns the unlock of a held entry (safe to call twice).
-func (k *keyedLocks) release(name string, l *keyedLock) func() {
+func (k *Local) release(name string, l *keyedLock) func() {
 	var once sync.Once
 	return func() { once.Do(func() { <-l.slot; k.drop(name, l) }) }
 }
 
-func (k *keyedLocks) lock(ctx context.Context, name string) (func(), error) {
+// Lock waits for the lock called name, or until ctx ends, and returns its
+// release (safe to call twice).
+func (k *Local) Lock(ctx context.Context, name string) (func(), error) {
 	l := k.entry(name)
 	select {
 	case l.slot <- struct{}{}:
@@ -155,7 +158,8 @@ func (k *keyedLocks) lock(ctx context.Context, name string) (func(), error) {
 	}
 }
 
-func (k *keyedLocks) tryLock(name string) (func(), bool) {
+// TryLock takes the lock called name if nobody in this process holds it.
+func (k *Local) TryLock(name string) (func(), bool) {
 	l := k.entry(name)
 	select {
 	case l.slot <- struct{}{}:

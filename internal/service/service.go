@@ -190,7 +190,7 @@ func Build(ctx context.Context, s *config.Settings, log *slog.Logger, o Options)
 	api := agentapi.New(svc.Ledger, agentapi.AppGitHub(svc.App), s.APITokens, agentapi.Options{
 		ItemLabel: defaults.ItemLabel, AdmissionLabel: defaults.AdmissionLabel,
 		DefaultPriority: defaults.DefaultPriority, DefaultPhase: defaults.DefaultPhase, Region: s.Region,
-		Admissions: svc.Acts, RepoKeys: s.MCPRepos, Settings: repoSettings, Writes: svc.Mirror,
+		Admissions: svc.Acts, RepoKeys: s.MCPRepos, Settings: repoSettings, Writes: svc.Mirror, Locks: d,
 	}, log)
 	mcp := mcpapi.New(mcpapi.Options{API: api, Tokens: s.APITokens, RepoKeys: s.MCPRepos, Repos: svc.Ledger.Repos, Log: log})
 	svc.Public = svc.publicRoutes(ingress, api, mcp)
