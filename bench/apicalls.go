@@ -342,30 +342,7 @@ func (r *acRun) do(s acStep, f func() error) error {
 	return r.settle(ctx)
 }
 
-// settle is harness.Env.Settle with a shorter quiet period: the simulator
-// posts its deliveries synchronously and the inbox stores each before it
-// answers, so once the simulator's queue is empty and the inbox has nothing
-// pending, three looks 2 ms apart that agree are enough (Settle's 15 ms
-// would make the replay several times slower).
-func (r *acRun) settle(ctx context.Context) error {
-	for quiet := 0; quiet < 3; {
-		if err := r.e.Sim.Flush(ctx); err != nil {
-			return err
-		}
-		pending, _, err := r.e.Service.Inbox.Counts(ctx)
-		if err != nil {
-			return err
-		}
-		if pending == 0 && r.e.Sim.Pending() == 0 {
-			quiet++
-		} else {
-			quiet = 0
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("warden did not settle: %d deliveries pending", pending)
-		case <-time.After(2 * time.Millisecond):
-		}
-	}
-	return nil
-}
+// settle waits until everything the last act caused was handled: three
+// looks 2 ms apart (Settle's 15 ms would make the replay several times
+// slower).
+func (r *acRun) settle(ctx context.Context) error { return r.e.SettleQuiet(ctx, 3, 2*time.Millisecond) }

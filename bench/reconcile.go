@@ -266,30 +266,11 @@ func (r *rcEnv) exchange(x ghsim.Exchange) {
 }
 
 // settle waits until the simulator sent everything and warden handled it
-// (acRun.settle's shorter quiet period).
+// (acRun.settle's quiet period).
 func (r *rcEnv) settle() error {
 	ctx, cancel := context.WithTimeout(r.ctx, 120*time.Second)
 	defer cancel()
-	for quiet := 0; quiet < 3; {
-		if err := r.e.Sim.Flush(ctx); err != nil {
-			return err
-		}
-		pending, _, err := r.e.Service.Inbox.Counts(ctx)
-		if err != nil {
-			return err
-		}
-		if pending == 0 && r.e.Sim.Pending() == 0 {
-			quiet++
-		} else {
-			quiet = 0
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("warden did not settle: %d deliveries pending", pending)
-		case <-time.After(2 * time.Millisecond):
-		}
-	}
-	return nil
+	return r.e.SettleQuiet(ctx, 3, 2*time.Millisecond)
 }
 
 // pass runs one reconcile pass over the repository with budget (0: the

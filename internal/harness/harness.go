@@ -154,9 +154,15 @@ func Start(ctx context.Context, o Options) (*Env, error) {
 // Settle waits until the simulator has sent every queued delivery and warden
 // has processed every delivery it stored, repeating while warden's own
 // writes cause new deliveries.
-func (e *Env) Settle(ctx context.Context) error {
+func (e *Env) Settle(ctx context.Context) error { return e.SettleQuiet(ctx, 2, 15*time.Millisecond) }
+
+// SettleQuiet is Settle with its quiet period spelled out: looks
+// consecutive looks, gap apart, that find nothing queued or pending. (The
+// simulator posts synchronously and the inbox stores a delivery before
+// answering, so a replay may look more often than Settle does.)
+func (e *Env) SettleQuiet(ctx context.Context, looks int, gap time.Duration) error {
 	quiet := 0
-	for quiet < 2 {
+	for quiet < looks {
 		if err := e.Sim.Flush(ctx); err != nil {
 			return err
 		}
@@ -179,7 +185,7 @@ func (e *Env) Settle(ctx context.Context) error {
 				}
 			}
 			return fmt.Errorf("warden did not settle: %d deliveries pending: %s", pending, strings.Join(waiting, "; "))
-		case <-time.After(15 * time.Millisecond):
+		case <-time.After(gap):
 		}
 	}
 	return nil
