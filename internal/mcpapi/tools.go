@@ -171,6 +171,25 @@ func (s *service) onKey(ctx context.Context, req *mcp.CallToolRequest, field, ra
 	return k, c, p
 }
 
+// onItem is onKey for a tool about one item: id is the item the key names,
+// or "" for a memory key warden keeps no record of, once probe has said the
+// caller may read the repository at all. refused answers the call when
+// either check refused it.
+func (s *service) onItem(ctx context.Context, req *mcp.CallToolRequest, raw string) (k key, c caller, id gating.ItemID, refused *mcp.CallToolResult) {
+	k, c, p := s.onKey(ctx, req, "key", raw)
+	if p != nil {
+		return k, c, "", p.result(raw)
+	}
+	id, ok := k.Item()
+	if !ok {
+		if p := c.probe(ctx); p != nil {
+			return k, c, "", p.result(k.String())
+		}
+		return k, c, "", nil
+	}
+	return k, c, id, nil
+}
+
 // probe asks the agent API whether the caller may read the repository at
 // all (its authentication and repository checks), before an answer about a
 // memory key warden keeps no record of, which needs no other request.

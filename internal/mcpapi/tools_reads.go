@@ -172,15 +172,11 @@ walk:
 }
 
 func (s *service) claimStatus(ctx context.Context, req *mcp.CallToolRequest, in statusIn) (*mcp.CallToolResult, any, error) {
-	k, c, p := s.onKey(ctx, req, "key", in.Key)
-	if p != nil {
-		return fail(p, in.Key)
+	k, c, id, refused := s.onItem(ctx, req, in.Key)
+	if refused != nil {
+		return refused, nil, nil
 	}
-	id, ok := k.Item()
-	if !ok {
-		if p := c.probe(ctx); p != nil {
-			return fail(p, k.String())
-		}
+	if id == "" {
 		return nil, statusView(k, toMap(mirror.ClaimStatus{})), nil
 	}
 	var st map[string]any

@@ -303,15 +303,11 @@ func noRecord(k key) map[string]any {
 }
 
 func (s *service) claim(ctx context.Context, req *mcp.CallToolRequest, in claimIn) (*mcp.CallToolResult, any, error) {
-	k, c, p := s.onKey(ctx, req, "key", in.Key)
-	if p != nil {
-		return fail(p, in.Key)
+	k, c, id, refused := s.onItem(ctx, req, in.Key)
+	if refused != nil {
+		return refused, nil, nil
 	}
-	id, ok := k.Item()
-	if !ok {
-		if p := c.probe(ctx); p != nil {
-			return fail(p, k.String())
-		}
+	if id == "" {
 		return nil, noRecord(k), nil
 	}
 	body := map[string]any{"owner": in.Owner}
@@ -335,15 +331,11 @@ func (s *service) claim(ctx context.Context, req *mcp.CallToolRequest, in claimI
 }
 
 func (s *service) renew(ctx context.Context, req *mcp.CallToolRequest, in renewIn) (*mcp.CallToolResult, any, error) {
-	k, c, p := s.onKey(ctx, req, "key", in.Key)
-	if p != nil {
-		return fail(p, in.Key)
+	k, c, id, refused := s.onItem(ctx, req, in.Key)
+	if refused != nil {
+		return refused, nil, nil
 	}
-	id, ok := k.Item()
-	if !ok {
-		if p := c.probe(ctx); p != nil {
-			return fail(p, k.String())
-		}
+	if id == "" {
 		return nil, noRecord(k), nil
 	}
 	body := map[string]any{"fencingToken": in.FencingToken}
@@ -358,15 +350,11 @@ func (s *service) renew(ctx context.Context, req *mcp.CallToolRequest, in renewI
 }
 
 func (s *service) release(ctx context.Context, req *mcp.CallToolRequest, in releaseIn) (*mcp.CallToolResult, any, error) {
-	k, c, p := s.onKey(ctx, req, "key", in.Key)
-	if p != nil {
-		return fail(p, in.Key)
+	k, c, id, refused := s.onItem(ctx, req, in.Key)
+	if refused != nil {
+		return refused, nil, nil
 	}
-	id, ok := k.Item()
-	if !ok {
-		if p := c.probe(ctx); p != nil {
-			return fail(p, k.String())
-		}
+	if id == "" {
 		reason := mirror.ReasonMissing
 		res := mirror.ReleaseResult{Reason: &reason}
 		if in.FencingToken != nil {
