@@ -2,7 +2,6 @@ package webhooks
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -393,7 +392,7 @@ func (d *Dispatcher) process(ctx context.Context, claim *Claim, p Pending, m Met
 		if outcome == "" {
 			outcome = "handled"
 		}
-		err = d.inbox.Complete(ctx, claim, m, outcome, safeCommit(res.Commit))
+		err = d.inbox.Complete(ctx, claim, m, outcome)
 		if err == nil {
 			d.m.Processing.WithLabelValues(p.Event).Observe(time.Since(start).Seconds())
 			d.m.Latency.WithLabelValues(p.Event).Observe(time.Since(p.ReceivedAt).Seconds())
@@ -442,21 +441,6 @@ func safeHandle(ctx context.Context, h Handler, dv *Delivery) (res Result, err e
 		}
 	}()
 	return h.Handle(ctx, dv)
-}
-
-// safeCommit does the same for a handler's local writes.
-func safeCommit(c Commit) Commit {
-	if c == nil {
-		return nil
-	}
-	return func(ctx context.Context, tx *sql.Tx) (err error) {
-		defer func() {
-			if p := recover(); p != nil {
-				err = fmt.Errorf("commit panicked: %v\n%s", p, debug.Stack())
-			}
-		}()
-		return c(ctx, tx)
-	}
 }
 
 func (d *Dispatcher) recordFailure(log *slog.Logger, claim *Claim, p Pending, m Meta, attempt int, cause error) {

@@ -401,11 +401,6 @@ func (ib *Inbox) Payload(ctx context.Context, seq int64) ([]byte, error) {
 	return nil, fmt.Errorf("inbox: payload of #%d has unknown encoding %q", seq, enc)
 }
 
-// Commit is a handler's local writes, applied in the same transaction that
-// marks its delivery done: either both happen or neither, so a crash can
-// never apply a delivery's local effects twice.
-type Commit func(ctx context.Context, tx *sql.Tx) error
-
 // Claim is a due delivery taken for processing. On PostgreSQL, where
 // several replicas drain one inbox (CONTRACT.md §10), it is an open
 // transaction holding the delivery's row lock (SELECT … FOR UPDATE SKIP
@@ -478,11 +473,12 @@ func (ib *Inbox) begin(ctx context.Context, c *Claim) (*sql.Tx, error) {
 	return ib.db.Write.BeginTx(ctx, nil)
 }
 
-// Complete marks a claimed delivery done with its outcome, running commit in
-// the same transaction: either both happen or neither, so a crash can never
-// apply a delivery's local effects twice. If the delivery is no longer
-// pending nothing is written and ErrNotPending is returned. The claim ends.
-func (ib *Inbox) Complete(ctx context.Context, c *Claim, m Meta, outcome string, commit Commit) error {
+// Complete marks a claimed delivery done with its outcome. The dispatcher
+// calls it only after the delivery's handler returned success, and nothing
+// else commits with it: a crash before it leaves the delivery pending, to be
+// handled again. If the delivery is no longer pending nothing is written and
+// ErrNotPending is returned. The claim ends.
+func (ib *Inbox) Complete(ctx context.Context, c *Claim, m Meta, outcome string) error {
 	seq := c.Seq
 	tx, err := ib.begin(ctx, c)
 	if err != nil {
@@ -498,11 +494,6 @@ func (ib *Inbox) Complete(ctx context.Context, c *Claim, m Meta, outcome string,
 	}
 	if n, _ := res.RowsAffected(); n != 1 {
 		return ErrNotPending
-	}
-	if commit != nil {
-		if err := commit(ctx, tx); err != nil {
-			return fmt.Errorf("apply effects of #%d: %w", seq, err)
-		}
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("inbox: commit complete #%d: %w", seq, err)

@@ -22,7 +22,7 @@ func TestInboxPostgres(t *testing.T) {
 		{"ConcurrentAcceptGroupCommits", TestInboxConcurrentAcceptGroupCommits},
 		{"DuplicateIDsInOneBurst", TestInboxDuplicateIDsInOneBurst},
 		{"DueOrder", TestInboxDueOrder},
-		{"CompleteIsAtomicWithCommit", TestInboxCompleteIsAtomicWithCommit},
+		{"Complete", TestInboxComplete},
 		{"FailAndDeadLetters", TestInboxFailAndDeadLetters},
 		{"RetryAllOrNothing", TestInboxRetryAllOrNothing},
 		{"Prune", TestInboxPrune},

@@ -18,16 +18,18 @@ type Delivery struct {
 	FromSelf bool // the sender is warden's own bot
 }
 
-// Result is what a handler did: a short outcome for the record and metrics,
-// and the local writes to commit atomically with the delivery's completion.
+// Result is what a handler did: a short outcome for the record and metrics.
 type Result struct {
 	Outcome string
-	Commit  Commit
 }
 
-// Handler processes one delivery of the events it is registered for. It must
-// be idempotent towards GitHub (read before write): a delivery whose commit
-// did not happen is tried again.
+// Handler processes one delivery of the events it is registered for.
+// Deliveries are handled at least once: the delivery is marked done only
+// after Handle returns success, in a transaction of its own, so a crash or a
+// failed completion after the handler's writes hands the same delivery to a
+// handler again. Handlers must therefore be idempotent, both towards GitHub
+// (look up or key a write before trying it again) and locally (keyed
+// upserts, not appends).
 type Handler interface {
 	Handle(ctx context.Context, d *Delivery) (Result, error)
 }
