@@ -9,7 +9,7 @@ import (
 
 	"github.com/wardenhq/warden/internal/ghsim"
 	"github.com/wardenhq/warden/internal/harness"
-	"github.com/wardenhq/warden/mirror"
+	"github.com/wardenhq/warden/mirror/store"
 )
 
 // ---- the workload ----
@@ -265,7 +265,7 @@ func (r *acRun) claimCycle() error {
 	if r.rng.IntN(2) == 0 {
 		branch = fmt.Sprintf("%s-%d", strings.ReplaceAll(owner, "/", "-"), n)
 	}
-	var res mirror.ClaimResult
+	var res store.ClaimResult
 	if err := r.do(acStep{Name: "claim (API)", Outside: true, Number: n}, func() error {
 		body := map[string]any{"owner": owner, "leaseSeconds": 600}
 		if branch != "" {
@@ -316,7 +316,7 @@ func (r *acRun) claimCycle() error {
 		}
 	}
 	if err := r.do(acStep{Name: "release (API; parks a poison item)", Outside: true, Number: n}, func() error {
-		var rel mirror.ReleaseResult
+		var rel store.ReleaseResult
 		code, err := r.e.API(r.ctx, token, http.MethodPost, "/items/"+id+"/release", map[string]any{"fencingToken": fence}, &rel)
 		if err != nil || code != http.StatusOK || !rel.Released {
 			return fmt.Errorf("release %s: %d %+v %v", id, code, rel, err)

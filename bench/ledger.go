@@ -9,7 +9,7 @@ import (
 
 	"github.com/wardenhq/warden/gating"
 	"github.com/wardenhq/warden/internal/db"
-	"github.com/wardenhq/warden/mirror"
+	"github.com/wardenhq/warden/mirror/store"
 )
 
 // benchLedger measures claim + renew + release cycles on the SQLite ledger
@@ -32,37 +32,34 @@ func benchLedger(ctx context.Context, cycles int) ([]Figure, error) {
 // ledgerCycles runs cycles claim + renew + release cycles on a ledger in
 // the fresh database d and reports them under section; backend describes d.
 func ledgerCycles(ctx context.Context, d *db.DB, section, backend string, cycles int) ([]Figure, error) {
-	l, err := mirror.OpenLedger(ctx, d, mirror.Config{Region: "local", LeaseDefault: 30 * time.Second, LeaseMax: 30 * time.Minute,
-		Quarantine: time.Hour, Settings: func(context.Context, mirror.Repo) mirror.RepoSettings {
-			s := mirror.DefaultSettings()
+	st, err := store.Open(ctx, d, store.Config{Region: "local", LeaseDefault: 30 * time.Second, LeaseMax: 30 * time.Minute,
+		Quarantine: time.Hour, Settings: func(context.Context, store.Repo) gating.Settings {
+			s := gating.DefaultSettings()
 			s.PoisonThreshold = 1 << 30 // the same claimant cycles: no poison in the way
 			return s
 		}})
 	if err != nil {
 		return nil, err
 	}
-	acts, err := mirror.OpenActs(ctx, d)
-	if err != nil {
+	l, acts := st.Ledger, st.Acts
+	if err := l.PutRepo(ctx, store.Repo{ID: 1, FullName: "acme/bench", DefaultBranch: "main", Installation: 1}); err != nil {
 		return nil, err
 	}
-	if err := l.PutRepo(ctx, mirror.Repo{ID: 1, FullName: "acme/bench", DefaultBranch: "main", Installation: 1}); err != nil {
-		return nil, err
-	}
-	pm := mirror.Actor{Role: gating.RolePM, Name: "pm"}
+	pm := store.Actor{Role: gating.RolePM, Name: "pm"}
 	tags := []string{"backlog", "priority:P2", "phase:implementation", "homeRegion:local", "baseBranch:main"}
-	if _, err := l.Create(ctx, 1, mirror.NewItem{Number: 1, Title: "bench", Tags: tags}, pm, mirror.WriteOptions{}); err != nil {
+	if _, err := l.Create(ctx, 1, store.NewItem{Number: 1, Title: "bench", Tags: tags}, pm, store.WriteOptions{}); err != nil {
 		return nil, err
 	}
-	if err := acts.RecordAdmission(ctx, 1, 1, mirror.Admission{By: "alice", At: time.Now(), How: "bench"}); err != nil {
+	if err := acts.RecordAdmission(ctx, 1, 1, store.Admission{By: "alice", At: time.Now(), How: "bench"}); err != nil {
 		return nil, err
 	}
-	if _, err := l.RecordIssueState(ctx, 1, 1, mirror.IssueState{State: "open", Labels: []string{"backlog"}, UpdatedAt: time.Now()}); err != nil {
+	if _, err := l.RecordIssueState(ctx, 1, 1, store.IssueState{State: "open", Labels: []string{"backlog"}, UpdatedAt: time.Now()}); err != nil {
 		return nil, err
 	}
 	lease := 60.0
 	start := time.Now()
 	for i := 0; i < cycles; i++ {
-		r, err := l.Claim(ctx, 1, "issue-1", mirror.ClaimRequest{Owner: "pm/bench", LeaseSeconds: &lease}, pm)
+		r, err := l.Claim(ctx, 1, "issue-1", store.ClaimRequest{Owner: "pm/bench", LeaseSeconds: &lease}, pm)
 		if err != nil || !r.Granted {
 			return nil, fmt.Errorf("claim %d: %+v %v", i, r, err)
 		}

@@ -9,7 +9,7 @@ import (
 	"github.com/wardenhq/warden/gating"
 	"github.com/wardenhq/warden/internal/ghsim"
 	"github.com/wardenhq/warden/internal/harness"
-	"github.com/wardenhq/warden/mirror"
+	"github.com/wardenhq/warden/mirror/store"
 )
 
 // seed builds the repository: items opened by a maintainer (admitted at
@@ -164,7 +164,7 @@ func (r *rcEnv) openPR(n int, by string) (*ghsim.Pull, error) {
 // branch item-<n>, and posts the claim marker.
 func (r *rcEnv) claim(n int) (int64, error) {
 	id := string(gating.IDFor(n))
-	var res mirror.ClaimResult
+	var res store.ClaimResult
 	body := map[string]any{"owner": fmt.Sprintf("worker-7/run-%d", n), "branch": fmt.Sprintf("item-%d", n), "leaseSeconds": 86400}
 	code, err := r.e.API(r.ctx, harness.WorkerToken, http.MethodPost, "/items/"+id+"/claim", body, &res)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-github/v66/github"
 	"github.com/wardenhq/warden/gating"
+	"github.com/wardenhq/warden/mirror/store"
 )
 
 // anchorPush is what a push payload says about the files it changed.
@@ -41,7 +42,7 @@ func (p *pushPayload) anchorPush() anchorPush {
 
 // compareChanges lists the files changed between base and head (one
 // compare); all is true when GitHub may have left some out.
-func compareChanges(ctx context.Context, gh *github.Client, repo Repo, base, head string) (changes []gating.PathChange, all bool, err error) {
+func compareChanges(ctx context.Context, gh *github.Client, repo store.Repo, base, head string) (changes []gating.PathChange, all bool, err error) {
 	owner, name, _ := strings.Cut(repo.FullName, "/")
 	c, resp, err := gh.Repositories.CompareCommits(ctx, owner, name, base, head, &github.ListOptions{PerPage: 1})
 	if err != nil {
@@ -72,8 +73,8 @@ func compareChanges(ctx context.Context, gh *github.Client, repo Repo, base, hea
 // removed or renamed is marked stale (and dangling when nothing is left at
 // it); an anchor never recorded is recorded at the pushed head. A push to a
 // branch no anchored item names costs nothing.
-func (m *Mirror) anchorsOnPush(ctx context.Context, repo Repo, p *pushPayload, branch string, at time.Time) (string, error) {
-	items, err := m.Ledger.anchoredOn(ctx, repo, branch)
+func (m *Mirror) anchorsOnPush(ctx context.Context, repo store.Repo, p *pushPayload, branch string, at time.Time) (string, error) {
+	items, err := m.Ledger.AnchoredOn(ctx, repo, branch)
 	if err != nil || len(items) == 0 {
 		return "", err
 	}
@@ -126,8 +127,8 @@ func (m *Mirror) anchorsOnPush(ctx context.Context, repo Repo, p *pushPayload, b
 	now := m.now()
 	var stale, recorded []string
 	for _, it := range items {
-		for _, path := range it.anchors {
-			st, known := it.state[path]
+		for _, path := range it.Anchors {
+			st, known := it.State[path]
 			// A push older than the anchor's last validation was already
 			// seen by it (GitHub does not keep order).
 			if known && !st.ValidatedAt.IsZero() && at.Add(time.Second).Before(st.ValidatedAt) {
@@ -146,7 +147,7 @@ func (m *Mirror) anchorsOnPush(ctx context.Context, repo Repo, p *pushPayload, b
 			// for one the push may have removed or brought back.
 			needRead := !known || (touched && (all || gating.RemovesUnder(path, touches) || st.Dangling || hasAdd(touches)))
 			if !known {
-				st = AnchorState{Number: it.number, Path: path, BaseBranch: branch, ValidatedCommit: ap.after, ValidatedAt: now}
+				st = store.AnchorState{Number: it.Number, Path: path, BaseBranch: branch, ValidatedCommit: ap.after, ValidatedAt: now}
 			}
 			if needRead {
 				c, err := client()
@@ -165,17 +166,17 @@ func (m *Mirror) anchorsOnPush(ctx context.Context, repo Repo, p *pushPayload, b
 					touched, reason = true, fmt.Sprintf("nothing is at %s on %s at %s", path, branch, shortSHA(ap.after))
 				}
 				if !known {
-					recorded = append(recorded, fmt.Sprintf("#%d %s", it.number, path))
+					recorded = append(recorded, fmt.Sprintf("#%d %s", it.Number, path))
 				}
 			}
 			if touched {
 				st.Stale = true
 				st.StaleReason = reason
-				stale = append(stale, fmt.Sprintf("#%d %s", it.number, path))
+				stale = append(stale, fmt.Sprintf("#%d %s", it.Number, path))
 			} else if known {
 				continue
 			}
-			if err := m.Ledger.putAnchor(ctx, repo.ID, st); err != nil {
+			if err := m.Ledger.PutAnchor(ctx, repo.ID, st); err != nil {
 				return "", err
 			}
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/wardenhq/warden/gating"
 	"github.com/wardenhq/warden/internal/ghsim"
+	"github.com/wardenhq/warden/mirror/store"
 )
 
 // anchorEnv is the settings tests' simulator, app and database with a
@@ -18,7 +19,7 @@ import (
 // HandlePush as it is sent.
 type anchorEnv struct {
 	*settingsEnv
-	l   *Ledger
+	l   *store.Ledger
 	m   *Mirror
 	dev *ghsim.Actor
 
@@ -36,7 +37,7 @@ func newAnchorEnv(t *testing.T) *anchorEnv {
 			e.mu.Unlock()
 		}
 	})
-	l, err := OpenLedger(e.ctx, e.d, Config{Region: "local", Now: e.clock.Now})
+	l, err := openLedger(e.ctx, e.d, store.Config{Region: "local", Now: e.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,8 +99,8 @@ func (e *anchorEnv) item(n int, base string, anchors ...string) {
 	if base != "" {
 		tags = append(tags, "baseBranch:"+base)
 	}
-	if _, err := e.l.Create(e.ctx, e.repo.ID, NewItem{Number: n, Title: "item", Tags: tags, Links: links},
-		Actor{Role: gating.RolePM, Name: "pm"}, WriteOptions{}); err != nil {
+	if _, err := e.l.Create(e.ctx, e.repo.ID, store.NewItem{Number: n, Title: "item", Tags: tags, Links: links},
+		store.Actor{Role: gating.RolePM, Name: "pm"}, store.WriteOptions{}); err != nil {
 		e.t.Fatal(err)
 	}
 }
@@ -181,7 +182,7 @@ func TestAnchorsFromPushes(t *testing.T) {
 		t.Errorf("#1 stale %v, want a/b not dangling (a/b/z.go is there)", s)
 	}
 	first := e.calls.contents.Load() - reads
-	if b, ok, err := e.l.cachedBlob(e.ctx, e.repo.ID, sha, "a/b"); err != nil || !ok || b != dirBlob {
+	if b, ok, err := e.l.CachedBlob(e.ctx, e.repo.ID, sha, "a/b"); err != nil || !ok || b != store.DirBlob {
 		t.Errorf("the read of a/b at %s is not cached: %q %v %v", sha, b, ok, err)
 	}
 	if first != 1 {

@@ -8,6 +8,7 @@ import (
 	"github.com/google/go-github/v66/github"
 
 	"github.com/wardenhq/warden/gating"
+	"github.com/wardenhq/warden/mirror/store"
 )
 
 // The agent API's writes bring GitHub in step through these hooks
@@ -20,7 +21,7 @@ import (
 // takeover form when the prior grant was another owner's and neither
 // released nor closed; never for a maintenance claim, nor for a same-owner
 // re-claim of its own lapsed claim (no attempt, no new marker).
-func (m *Mirror) AfterClaim(ctx context.Context, repo Repo, id gating.ItemID, res ClaimResult, purpose string) {
+func (m *Mirror) AfterClaim(ctx context.Context, repo store.Repo, id gating.ItemID, res store.ClaimResult, purpose string) {
 	set := m.settings(ctx, repo)
 	if !set.PostMarkers || set.DryRun || purpose == "maintenance" || res.FencingToken == nil {
 		return
@@ -32,7 +33,7 @@ func (m *Mirror) AfterClaim(ctx context.Context, repo Repo, id gating.ItemID, re
 	}
 }
 
-func (m *Mirror) postClaimMarker(ctx context.Context, repo Repo, id gating.ItemID, fence int64) (string, error) {
+func (m *Mirror) postClaimMarker(ctx context.Context, repo store.Repo, id gating.ItemID, fence int64) (string, error) {
 	grants, err := m.Ledger.Grants(ctx, repo.ID, id)
 	if err != nil {
 		return "", err
@@ -75,7 +76,7 @@ func (m *Mirror) postClaimMarker(ctx context.Context, repo Repo, id gating.ItemI
 
 // AfterRelease settles the item: a release that leaves it poisoned this
 // epoch parks it now, rather than at the next timer pass.
-func (m *Mirror) AfterRelease(ctx context.Context, repo Repo, id gating.ItemID) {
+func (m *Mirror) AfterRelease(ctx context.Context, repo store.Repo, id gating.ItemID) {
 	// A released item with a green PR is resumable; divergences follow.
 	if err := m.reconcileItems(ctx, repo); err != nil {
 		m.Log.Warn("after a release", "repo", repo.FullName, "item", id, "err", err)
@@ -91,10 +92,10 @@ func (m *Mirror) AfterRelease(ctx context.Context, repo Repo, id gating.ItemID) 
 // removed state:parked unparked the item (a new epoch; the parked label
 // comes off); state:parked written by any token gets its label (the tag is
 // the half that has effect). Then the item is settled.
-func (m *Mirror) AfterUpdate(ctx context.Context, repo Repo, before, after Item, actor Actor) {
+func (m *Mirror) AfterUpdate(ctx context.Context, repo store.Repo, before, after store.Item, actor store.Actor) {
 	n := after.ID.Number()
 	err := func() error {
-		if before.hasTag("state:parked") && !after.hasTag("state:parked") && actor.Role == gating.RoleHuman {
+		if before.HasTag("state:parked") && !after.HasTag("state:parked") && actor.Role == gating.RoleHuman {
 			if err := m.unparked(ctx, repo, n, m.now(), actor.Name); err != nil {
 				return err
 			}

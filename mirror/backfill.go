@@ -4,39 +4,12 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/google/go-github/v66/github"
 
 	"github.com/wardenhq/warden/gating"
-	"github.com/wardenhq/warden/internal/db"
+	"github.com/wardenhq/warden/mirror/store"
 )
-
-// item_backfills: the items whose history warden has read from GitHub once
-// (comments and label events), so it is read once.
-var backfillMigrations = []db.Migration{{Version: 1, SQL: `CREATE TABLE item_backfills (
-	repo_id BIGINT NOT NULL,
-	number BIGINT NOT NULL,
-	at BIGINT NOT NULL,
-	comments BIGINT NOT NULL,
-	PRIMARY KEY (repo_id, number))`}}
-
-func (a *Acts) backfilled(ctx context.Context, repoID int64, number int) (bool, error) {
-	var n int
-	if err := a.db.Read.QueryRowContext(ctx, `SELECT COUNT(*) FROM item_backfills WHERE repo_id = $1 AND number = $2`, repoID, number).Scan(&n); err != nil {
-		return false, fmt.Errorf("is #%d backfilled: %w", number, err)
-	}
-	return n > 0, nil
-}
-
-func (a *Acts) markBackfilled(ctx context.Context, repoID int64, number, comments int, at time.Time) error {
-	_, err := a.db.Write.ExecContext(ctx, `INSERT INTO item_backfills (repo_id, number, at, comments) VALUES ($1, $2, $3, $4)
-		ON CONFLICT (repo_id, number) DO NOTHING`, repoID, number, at.UnixMilli(), comments)
-	if err != nil {
-		return fmt.Errorf("record the backfill of #%d: %w", number, err)
-	}
-	return nil
-}
 
 // maxBackfillPages bounds the comments read for one issue (100 a page).
 const maxBackfillPages = 50
@@ -46,8 +19,8 @@ const maxBackfillPages = 50
 // act is missing) once, paged: every comment into the trail, as if it had
 // been delivered (a comment already edited is held to the text first
 // seen). It reports what it did; an item already read is not read again.
-func (m *Mirror) backfill(ctx context.Context, repo Repo, set RepoSettings, n int) (string, error) {
-	done, err := m.Acts.backfilled(ctx, repo.ID, n)
+func (m *Mirror) backfill(ctx context.Context, repo store.Repo, set gating.Settings, n int) (string, error) {
+	done, err := m.Acts.Backfilled(ctx, repo.ID, n)
 	if err != nil || done {
 		return "", err
 	}
@@ -68,7 +41,7 @@ func (m *Mirror) backfill(ctx context.Context, repo Repo, set RepoSettings, n in
 			if updated.Before(created) {
 				updated = created
 			}
-			r := TrailRecord{CommentID: c.GetID(), Author: c.GetUser().GetLogin(), AuthorType: c.GetUser().GetType(),
+			r := store.TrailRecord{CommentID: c.GetID(), Author: c.GetUser().GetLogin(), AuthorType: c.GetUser().GetType(),
 				CreatedAt: created, CurrentBody: c.GetBody(), CurrentAt: updated, EarliestBody: c.GetBody(), EarliestAt: created}
 			if updated.After(created) {
 				r.EarliestAt, r.Edited = updated, true
@@ -85,7 +58,7 @@ func (m *Mirror) backfill(ctx context.Context, repo Repo, set RepoSettings, n in
 		opt.Page = resp.NextPage
 	}
 	out := fmt.Sprintf("history of %s read: %d comments", gating.IDFor(n), count)
-	if err := m.Acts.markBackfilled(ctx, repo.ID, n, count, m.now()); err != nil {
+	if err := m.Acts.MarkBackfilled(ctx, repo.ID, n, count, m.now()); err != nil {
 		return "", err
 	}
 	return out, nil
@@ -96,7 +69,7 @@ func (m *Mirror) backfill(ctx context.Context, repo Repo, set RepoSettings, n in
 // events once: a human with triage+ who removed it admitted the item (the
 // act is recorded); anything else puts the label back (fail closed: it only
 // narrows).
-func (m *Mirror) repairAdmission(ctx context.Context, repo Repo, set RepoSettings, n int) (string, error) {
+func (m *Mirror) repairAdmission(ctx context.Context, repo store.Repo, set gating.Settings, n int) (string, error) {
 	if set.DryRun {
 		return "", nil
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-github/v66/github"
 
 	"github.com/wardenhq/warden/gating"
+	"github.com/wardenhq/warden/mirror/store"
 )
 
 // CheckRunName is the name of warden's check run (CONTRACT.md §8).
@@ -22,7 +23,7 @@ const CheckRunName = "backlog"
 // creates the run once or edits it when the verdict changed. It reads the
 // ledger; GitHub is called for a compare only when a delivered item is an
 // epic's member, and for the write only when something changed.
-func (m *Mirror) checkHead(ctx context.Context, repo Repo, sha string) (string, error) {
+func (m *Mirror) checkHead(ctx context.Context, repo store.Repo, sha string) (string, error) {
 	set := m.settings(ctx, repo)
 	if !set.CheckRun {
 		return "", nil
@@ -36,13 +37,13 @@ func (m *Mirror) checkHead(ctx context.Context, repo Repo, sha string) (string, 
 
 // checkHeadIn is checkHead over a snapshot the caller already loaded (a
 // pass judges every head against one snapshot).
-func (m *Mirror) checkHeadIn(ctx context.Context, repo Repo, set RepoSettings, rs *RepoSnapshot, sha string) (string, error) {
+func (m *Mirror) checkHeadIn(ctx context.Context, repo store.Repo, set gating.Settings, rs *store.RepoSnapshot, sha string) (string, error) {
 	if !set.CheckRun {
 		return "", nil
 	}
 	// One evaluation per head at a time, across replicas on PostgreSQL, so
 	// a head never gets two check runs created (CONTRACT.md §10).
-	unlock, err := m.Ledger.db.Lock(ctx, fmt.Sprintf("head/%d/%s", repo.ID, sha))
+	unlock, err := m.Ledger.Lock(ctx, fmt.Sprintf("head/%d/%s", repo.ID, sha))
 	if err != nil {
 		return "", fmt.Errorf("check run of %s: %w", shortSHA(sha), err)
 	}
@@ -60,7 +61,7 @@ func (m *Mirror) checkHeadIn(ctx context.Context, repo Repo, set RepoSettings, r
 
 // judgeHead judges one head: the first PR with every other open PR of the
 // same head (gating.CheckRunVerdict takes the worst over all of them).
-func (m *Mirror) judgeHead(ctx context.Context, repo Repo, set RepoSettings, rs *RepoSnapshot, prs []PullRecord) (gating.CheckVerdict, error) {
+func (m *Mirror) judgeHead(ctx context.Context, repo store.Repo, set gating.Settings, rs *store.RepoSnapshot, prs []store.PullRecord) (gating.CheckVerdict, error) {
 	var all []gating.CheckPR
 	for _, p := range prs {
 		links := gating.PRLinks(p.PullRequest, repo.FullName, rs.Snapshot)
@@ -80,7 +81,7 @@ func (m *Mirror) judgeHead(ctx context.Context, repo Repo, set RepoSettings, rs 
 // the epic branch is an ancestor of the default branch, though the epic
 // branch has commits of its own. Two compares per epic branch; none for
 // items outside epics.
-func (m *Mirror) headsFromDefault(ctx context.Context, repo Repo, rs *RepoSnapshot, pr gating.PullRequest, links []gating.PRLink) (map[gating.ItemID]bool, error) {
+func (m *Mirror) headsFromDefault(ctx context.Context, repo store.Repo, rs *store.RepoSnapshot, pr gating.PullRequest, links []gating.PRLink) (map[gating.ItemID]bool, error) {
 	out := map[gating.ItemID]bool{}
 	byBranch := map[string]bool{}
 	for _, l := range links {
@@ -106,7 +107,7 @@ func (m *Mirror) headsFromDefault(ctx context.Context, repo Repo, rs *RepoSnapsh
 	return out, nil
 }
 
-func (m *Mirror) cutFromDefault(ctx context.Context, repo Repo, epicBranch, head string) (bool, error) {
+func (m *Mirror) cutFromDefault(ctx context.Context, repo store.Repo, epicBranch, head string) (bool, error) {
 	gh, err := m.GitHub.Installation(repo.Installation)
 	if err != nil {
 		return false, err
@@ -143,10 +144,10 @@ func (m *Mirror) cutFromDefault(ctx context.Context, repo Repo, epicBranch, head
 // writeCheckRun creates the head's check run once, then edits it only when
 // the verdict's conclusion, title or summary changed. Nothing is written in
 // dry_run.
-func (m *Mirror) writeCheckRun(ctx context.Context, repo Repo, set RepoSettings, sha string, v gating.CheckVerdict) (string, error) {
+func (m *Mirror) writeCheckRun(ctx context.Context, repo store.Repo, set gating.Settings, sha string, v gating.CheckVerdict) (string, error) {
 	sum := sha256.Sum256([]byte(v.Conclusion + "\x00" + v.Title + "\x00" + v.Summary))
 	hash := hex.EncodeToString(sum[:16])
-	old, err := m.Ledger.checkRun(ctx, repo.ID, sha)
+	old, err := m.Ledger.CheckRun(ctx, repo.ID, sha)
 	if err != nil {
 		return "", err
 	}
@@ -168,7 +169,7 @@ func (m *Mirror) writeCheckRun(ctx context.Context, repo Repo, set RepoSettings,
 			Status: github.String("completed"), Conclusion: github.String(v.Conclusion), CompletedAt: &now, Output: out})
 		if err == nil {
 			return fmt.Sprintf("check run on %s: %s", shortSHA(sha), v.Conclusion),
-				m.Ledger.putCheckRun(ctx, repo.ID, sha, checkRunRecord{ID: old.ID, Conclusion: v.Conclusion, WrittenHash: hash})
+				m.Ledger.PutCheckRun(ctx, repo.ID, sha, store.CheckRunRecord{ID: old.ID, Conclusion: v.Conclusion, WrittenHash: hash})
 		}
 		if resp == nil || resp.StatusCode != 404 {
 			return "", fmt.Errorf("update the check run on %s: %w", shortSHA(sha), err)
@@ -184,7 +185,7 @@ func (m *Mirror) writeCheckRun(ctx context.Context, repo Repo, set RepoSettings,
 			return "", err
 		}
 		if id != 0 {
-			if err := m.Ledger.putCheckRun(ctx, repo.ID, sha, checkRunRecord{ID: id, WrittenHash: checkRunCreating}); err != nil {
+			if err := m.Ledger.PutCheckRun(ctx, repo.ID, sha, store.CheckRunRecord{ID: id, WrittenHash: checkRunCreating}); err != nil {
 				return "", err
 			}
 			return m.writeCheckRun(ctx, repo, set, sha, v)
@@ -192,7 +193,7 @@ func (m *Mirror) writeCheckRun(ctx context.Context, repo Repo, set RepoSettings,
 	}
 	// The intent is recorded first, so a writer that stops between the
 	// create and its record leaves a trace for the next one (above).
-	if err := m.Ledger.putCheckRun(ctx, repo.ID, sha, checkRunRecord{WrittenHash: checkRunCreating}); err != nil {
+	if err := m.Ledger.PutCheckRun(ctx, repo.ID, sha, store.CheckRunRecord{WrittenHash: checkRunCreating}); err != nil {
 		return "", err
 	}
 	cr, _, err := gh.Checks.CreateCheckRun(ctx, owner, name, github.CreateCheckRunOptions{Name: CheckRunName, HeadSHA: sha,
@@ -206,7 +207,7 @@ func (m *Mirror) writeCheckRun(ctx context.Context, repo Repo, set RepoSettings,
 		return "", fmt.Errorf("create the check run on %s: %w", shortSHA(sha), err)
 	}
 	return fmt.Sprintf("check run on %s created: %s", shortSHA(sha), v.Conclusion),
-		m.Ledger.putCheckRun(ctx, repo.ID, sha, checkRunRecord{ID: cr.GetID(), Conclusion: v.Conclusion, WrittenHash: hash})
+		m.Ledger.PutCheckRun(ctx, repo.ID, sha, store.CheckRunRecord{ID: cr.GetID(), Conclusion: v.Conclusion, WrittenHash: hash})
 }
 
 // checkRunCreating is the written hash of a check run record whose create

@@ -2,70 +2,14 @@ package mirror
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/wardenhq/warden/gating"
-	"github.com/wardenhq/warden/internal/db"
+	"github.com/wardenhq/warden/mirror/store"
 )
-
-// command_log: every comment warden answered as a command (each comment
-// once), with who ran it on which item and when (its created_at: the rate
-// limit is GitHub's time, not the order of receipt), and the answer.
-var commandMigrations = []db.Migration{{Version: 1, SQL: `CREATE TABLE command_log (
-	repo_id BIGINT NOT NULL,
-	comment_id BIGINT NOT NULL,
-	number BIGINT NOT NULL,
-	login TEXT NOT NULL,
-	verb TEXT NOT NULL,
-	at BIGINT NOT NULL,
-	result TEXT NOT NULL,
-	PRIMARY KEY (repo_id, comment_id))`}}
-
-// Command answers.
-const (
-	commandDone        = "done"
-	commandRefused     = "refused"
-	commandRateLimited = "rate-limited"
-)
-
-// answered reports whether the comment was already answered as a command.
-func (a *Acts) answered(ctx context.Context, repoID, commentID int64) (bool, error) {
-	var n int
-	err := a.db.Read.QueryRowContext(ctx, `SELECT COUNT(*) FROM command_log WHERE repo_id = $1 AND comment_id = $2`, repoID, commentID).Scan(&n)
-	if err != nil {
-		return false, fmt.Errorf("is comment %d answered: %w", commentID, err)
-	}
-	return n > 0, nil
-}
-
-// lastCommand is when login last ran a command (not rate-limited) on the
-// item before `before`, other than the comment commentID (zero: never).
-func (a *Acts) lastCommand(ctx context.Context, repoID int64, number int, login string, commentID int64, before time.Time) (time.Time, error) {
-	var at sql.NullInt64
-	err := a.db.Read.QueryRowContext(ctx, `SELECT MAX(at) FROM command_log WHERE repo_id = $1 AND number = $2 AND login = $3
-		AND comment_id <> $4 AND at <= $5 AND result <> $6`, repoID, number, strings.ToLower(login), commentID, before.UnixMilli(), commandRateLimited).Scan(&at)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("last command of %s on #%d: %w", login, number, err)
-	}
-	if !at.Valid {
-		return time.Time{}, nil
-	}
-	return time.UnixMilli(at.Int64).UTC(), nil
-}
-
-func (a *Acts) logCommand(ctx context.Context, repoID, commentID int64, number int, login, verb string, at time.Time, result string) error {
-	_, err := a.db.Write.ExecContext(ctx, `INSERT INTO command_log (repo_id, comment_id, number, login, verb, at, result)
-		VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (repo_id, comment_id) DO NOTHING`,
-		repoID, commentID, number, strings.ToLower(login), verb, at.UnixMilli(), result)
-	if err != nil {
-		return fmt.Errorf("log the command in comment %d: %w", commentID, err)
-	}
-	return nil
-}
 
 // commandRefusal is a command warden does not carry out, and why.
 type commandRefusal struct{ why string }
@@ -81,7 +25,7 @@ func refuseCommand(format string, a ...any) error { return &commandRefusal{fmt.S
 // then the act. The answer is a reaction (+1 done, confused refused); a
 // refusal to a person with triage or more also gets a line in the report
 // comment saying why.
-func (m *Mirror) handleCommand(ctx context.Context, ev Event, repo Repo, p *issueCommentPayload, onPR bool) (string, error) {
+func (m *Mirror) handleCommand(ctx context.Context, ev Event, repo store.Repo, p *issueCommentPayload, onPR bool) (string, error) {
 	if ev.Action != "created" || ev.FromSelf {
 		return "", nil
 	}
@@ -93,7 +37,7 @@ func (m *Mirror) handleCommand(ctx context.Context, ev Event, repo Repo, p *issu
 	if !ok {
 		return "", nil
 	}
-	done, err := m.Acts.answered(ctx, repo.ID, p.Comment.ID)
+	done, err := m.Acts.Answered(ctx, repo.ID, p.Comment.ID)
 	if err != nil || done {
 		return "command already answered", err
 	}
@@ -119,14 +63,14 @@ func (m *Mirror) handleCommand(ctx context.Context, ev Event, repo Repo, p *issu
 		return role, roleErr
 	}
 
-	result, outcome := commandDone, ""
-	last, err := m.Acts.lastCommand(ctx, repo.ID, n, login, p.Comment.ID, at)
+	result, outcome := store.CommandDone, ""
+	last, err := m.Acts.LastCommand(ctx, repo.ID, n, login, p.Comment.ID, at)
 	if err != nil {
 		return "", err
 	}
 	switch {
 	case gating.RateLimited(last, at):
-		result, err = commandRateLimited, refuseCommand("one command a minute per person and item; the last was at %s", last.Format(time.RFC3339))
+		result, err = store.CommandRateLimited, refuseCommand("one command a minute per person and item; the last was at %s", last.Format(time.RFC3339))
 	case cmd.Refused():
 		err = refuseCommand("%s", cmd.Refusal)
 	default:
@@ -135,8 +79,8 @@ func (m *Mirror) handleCommand(ctx context.Context, ev Event, repo Repo, p *issu
 	var refusal *commandRefusal
 	switch {
 	case errors.As(err, &refusal):
-		if result == commandDone {
-			result = commandRefused
+		if result == store.CommandDone {
+			result = store.CommandRefused
 		}
 		outcome = fmt.Sprintf("/backlog %s by %s refused: %s", verb, login, refusal.why)
 		if r, err := lookup(); err == nil && gating.TriagePlus(r) && m.Reports != nil {
@@ -149,13 +93,13 @@ func (m *Mirror) handleCommand(ctx context.Context, ev Event, repo Repo, p *issu
 		return "", err // retried; nothing logged, so the retry answers it
 	}
 	reaction := "+1"
-	if result != commandDone {
+	if result != store.CommandDone {
 		reaction = "confused"
 	}
 	if err := m.react(ctx, repo, p.Comment.ID, reaction); err != nil {
 		return "", err
 	}
-	if err := m.Acts.logCommand(ctx, repo.ID, p.Comment.ID, n, login, verb, at, result); err != nil {
+	if err := m.Acts.LogCommand(ctx, repo.ID, p.Comment.ID, n, login, verb, at, result); err != nil {
 		return "", err
 	}
 	return outcome, nil
@@ -163,7 +107,7 @@ func (m *Mirror) handleCommand(ctx context.Context, ev Event, repo Repo, p *issu
 
 // role is login's role_name on the repository (cached; an error fails the
 // acts that need it closed).
-func (m *Mirror) role(ctx context.Context, repo Repo, login string) (string, error) {
+func (m *Mirror) role(ctx context.Context, repo store.Repo, login string) (string, error) {
 	gh, err := m.GitHub.Installation(repo.Installation)
 	if err != nil {
 		return "", err
@@ -174,7 +118,7 @@ func (m *Mirror) role(ctx context.Context, repo Repo, login string) (string, err
 
 // runCommand checks the permission rule and carries the command out. A
 // *commandRefusal is a refusal; any other error is retried.
-func (m *Mirror) runCommand(ctx context.Context, repo Repo, n int, cmd gating.Command, login, typ string, lookup func() (string, error), at time.Time, onPR bool) (string, error) {
+func (m *Mirror) runCommand(ctx context.Context, repo store.Repo, n int, cmd gating.Command, login, typ string, lookup func() (string, error), at time.Time, onPR bool) (string, error) {
 	if onPR && cmd.Verb != gating.VerbRecheck {
 		return "", refuseCommand("only /backlog recheck works on a pull request; /backlog %s is for an item's issue", cmd.Verb)
 	}
@@ -227,7 +171,7 @@ func (m *Mirror) runCommand(ctx context.Context, repo Repo, n int, cmd gating.Co
 		if err != nil {
 			return "", err
 		}
-		if !it.hasTag("state:parked") {
+		if !it.HasTag("state:parked") {
 			return "", refuseCommand("%s is not parked", id)
 		}
 		out, err := m.unpark(ctx, repo, n, login, at, "/backlog unpark")
@@ -259,7 +203,7 @@ func (m *Mirror) runCommand(ctx context.Context, repo Repo, n int, cmd gating.Co
 
 // react puts a reaction on a comment (GitHub answers 200 for one already
 // there). dry_run writes nothing to GitHub, reactions included.
-func (m *Mirror) react(ctx context.Context, repo Repo, commentID int64, content string) error {
+func (m *Mirror) react(ctx context.Context, repo store.Repo, commentID int64, content string) error {
 	if m.settings(ctx, repo).DryRun {
 		return nil
 	}
@@ -277,7 +221,7 @@ func (m *Mirror) react(ctx context.Context, repo Repo, commentID int64, content 
 // recheckPR reads the pull request afresh (one read), records it and
 // re-runs the check run on its head, then re-derives the divergences of the
 // items it links.
-func (m *Mirror) recheckPR(ctx context.Context, repo Repo, n int) (string, error) {
+func (m *Mirror) recheckPR(ctx context.Context, repo store.Repo, n int) (string, error) {
 	gh, err := m.GitHub.Installation(repo.Installation)
 	if err != nil {
 		return "", err

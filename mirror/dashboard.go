@@ -15,6 +15,7 @@ import (
 
 	"github.com/wardenhq/warden/gating"
 	"github.com/wardenhq/warden/internal/db"
+	"github.com/wardenhq/warden/mirror/store"
 )
 
 // DashboardTitle is the title of a repository's dashboard issue
@@ -48,20 +49,6 @@ const (
 	dashboardPage = 100
 )
 
-// dashboardMigrations is the dashboards' schema (portable SQL, as the
-// ledger's): one row per repository that has, or is getting, a dashboard
-// issue: its number (0: none known), the hash of the body last written, and
-// the write lease.
-var dashboardMigrations = []db.Migration{
-	{Version: 1, SQL: `CREATE TABLE dashboards (
-	repo_id BIGINT NOT NULL PRIMARY KEY,
-	issue_number BIGINT NOT NULL DEFAULT 0,
-	body_hash TEXT NOT NULL DEFAULT '',
-	lease_owner TEXT NOT NULL DEFAULT '',
-	lease_until BIGINT NOT NULL DEFAULT 0,
-	updated_at BIGINT NOT NULL)`},
-}
-
 // Dashboards keeps each repository's "Backlog dashboard" issue (CONTRACT.md
 // §2 `dashboard: true`), the way Renovate keeps its Dependency Dashboard:
 // one issue per repository, created once and edited in place, its body
@@ -88,7 +75,7 @@ type Dashboards struct {
 	Bot func() string
 	// Settings returns a repository's settings (`dashboard`, `dry_run`);
 	// nil: the defaults, under which the dashboard is off.
-	Settings func(ctx context.Context, r Repo) RepoSettings
+	Settings func(ctx context.Context, r store.Repo) gating.Settings
 }
 
 // OpenDashboards applies the dashboards' schema (component "dashboards") and
@@ -103,7 +90,7 @@ func OpenDashboards(ctx context.Context, d *db.DB, gh Clients, log *slog.Logger)
 	if log == nil {
 		log = slog.Default()
 	}
-	if err := d.Migrate(ctx, "dashboards", dashboardMigrations); err != nil {
+	if err := store.Migrate(ctx, d); err != nil {
 		return nil, fmt.Errorf("open dashboards: %w", err)
 	}
 	return &Dashboards{db: d, gh: gh, log: log.With("component", "dashboards"), pg: d.Dialect == db.Postgres}, nil
@@ -116,11 +103,11 @@ func (d *Dashboards) now() time.Time {
 	return time.Now()
 }
 
-func (d *Dashboards) settings(ctx context.Context, repo Repo) RepoSettings {
+func (d *Dashboards) settings(ctx context.Context, repo store.Repo) gating.Settings {
 	if d.Settings != nil {
 		return d.Settings(ctx, repo)
 	}
-	return DefaultSettings()
+	return gating.DefaultSettings()
 }
 
 func (d *Dashboards) bot() string {
@@ -142,7 +129,7 @@ func (w *dashRow) leased(now int64) bool { return w.leaseOwner != "" && w.leaseU
 
 // dashPlan is a write to GitHub decided under the lease.
 type dashPlan struct {
-	repo   Repo
+	repo   store.Repo
 	number int // 0: find or create
 	body   string
 	hash   string
@@ -173,7 +160,7 @@ type dashPlan struct {
 // concurrent calls (goroutines, replicas) never create two issues: a call
 // that finds another writer's lease waits for it (up to dashboardWait, then
 // DashboardBusy without error), then decides again.
-func (d *Dashboards) Sync(ctx context.Context, repo Repo, body string, dryRun bool) (string, error) {
+func (d *Dashboards) Sync(ctx context.Context, repo store.Repo, body string, dryRun bool) (string, error) {
 	if repo.ID == 0 || repo.Installation == 0 || !strings.Contains(repo.FullName, "/") {
 		return "", fmt.Errorf("dashboard: repository %d %q (installation %d) is incomplete", repo.ID, repo.FullName, repo.Installation)
 	}
@@ -225,7 +212,7 @@ var errDashboardBusy = errors.New("dashboard lease still held")
 
 // awaitLease waits, reading (not writing) the row, until nobody holds the
 // repository's lease, or the deadline passes (errDashboardBusy).
-func (d *Dashboards) awaitLease(ctx context.Context, repo Repo, deadline time.Time) error {
+func (d *Dashboards) awaitLease(ctx context.Context, repo store.Repo, deadline time.Time) error {
 	t := time.NewTicker(dashboardPoll)
 	defer t.Stop()
 	for {
@@ -250,7 +237,7 @@ func (d *Dashboards) awaitLease(ctx context.Context, repo Repo, deadline time.Ti
 // decide looks at the row under the write transaction: nothing to do, busy
 // (another writer holds the lease), or a write to make (the lease is then
 // taken).
-func (d *Dashboards) decide(ctx context.Context, repo Repo, body, hash string) (out string, plan *dashPlan, busy bool, err error) {
+func (d *Dashboards) decide(ctx context.Context, repo store.Repo, body, hash string) (out string, plan *dashPlan, busy bool, err error) {
 	err = d.writeTx(ctx, func(tx *sql.Tx) error {
 		now := d.now().UnixMilli()
 		w, found, err := d.load(ctx, tx, repo.ID, true)
@@ -384,7 +371,7 @@ func (d *Dashboards) create(ctx context.Context, client *github.Client, owner, n
 // find lists the repository's open issues created by warden's bot (every
 // page) and returns the oldest whose body starts with the dashboard marker;
 // any other such issue is closed as a duplicate. Nil: none.
-func (d *Dashboards) find(ctx context.Context, client *github.Client, repo Repo, owner, name string) (*github.Issue, error) {
+func (d *Dashboards) find(ctx context.Context, client *github.Client, repo store.Repo, owner, name string) (*github.Issue, error) {
 	bot := d.bot()
 	opts := &github.IssueListByRepoOptions{State: "open", Creator: bot, Sort: "created", Direction: "asc",
 		ListOptions: github.ListOptions{PerPage: dashboardPage}}
@@ -420,7 +407,7 @@ func (d *Dashboards) find(ctx context.Context, client *github.Client, repo Repo,
 }
 
 // closeDuplicate closes a second dashboard issue (best effort: logged).
-func (d *Dashboards) closeDuplicate(ctx context.Context, repo Repo, number int) {
+func (d *Dashboards) closeDuplicate(ctx context.Context, repo store.Repo, number int) {
 	client, err := d.gh.Installation(repo.Installation)
 	if err == nil {
 		owner, name, _ := strings.Cut(repo.FullName, "/")
@@ -527,7 +514,7 @@ func (d *Dashboards) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) err
 
 // load reads a repository's row; lock takes its row lock on PostgreSQL (on
 // SQLite the write transaction already excludes other writers).
-func (d *Dashboards) load(ctx context.Context, q querier, repoID int64, lock bool) (*dashRow, bool, error) {
+func (d *Dashboards) load(ctx context.Context, q store.Querier, repoID int64, lock bool) (*dashRow, bool, error) {
 	query := `SELECT issue_number, body_hash, lease_owner, lease_until FROM dashboards WHERE repo_id = $1`
 	if lock && d.pg {
 		query += " FOR UPDATE"

@@ -18,6 +18,7 @@ import (
 	"github.com/wardenhq/warden/gating"
 	"github.com/wardenhq/warden/internal/db"
 	"github.com/wardenhq/warden/internal/ghsim"
+	"github.com/wardenhq/warden/mirror/store"
 )
 
 // dashSlowRT delays every issue listing and creation, so that concurrent
@@ -44,7 +45,7 @@ type dashEnv struct {
 	ctx    context.Context
 	sim    *ghsim.Sim
 	ghRepo *ghsim.Repo
-	repo   Repo
+	repo   store.Repo
 	rt     *countingRT
 	slow   *dashSlowRT
 	a      *app.App
@@ -78,7 +79,7 @@ func newDashEnv(t *testing.T) *dashEnv {
 	e := &dashEnv{t: t, ctx: ctx, sim: sim, ghRepo: ghRepo, rt: rt, slow: slow, a: a,
 		dbPath: filepath.Join(t.TempDir(), "dash.db"),
 		clock:  &fakeClock{t: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)},
-		repo:   Repo{ID: ghRepo.ID, FullName: "acme/app", Installation: inst.ID, DefaultBranch: "main"}}
+		repo:   store.Repo{ID: ghRepo.ID, FullName: "acme/app", Installation: inst.ID, DefaultBranch: "main"}}
 	e.on.Store(true)
 	e.human = sim.As("alice")
 	sim.SetRole(ghRepo, "alice", "admin")
@@ -117,8 +118,8 @@ func (e *dashEnv) newDashboards(d *db.DB) *Dashboards {
 	}
 	ds.Now = e.clock.Now
 	ds.Bot = e.sim.BotLogin
-	ds.Settings = func(context.Context, Repo) RepoSettings {
-		s := DefaultSettings()
+	ds.Settings = func(context.Context, store.Repo) gating.Settings {
+		s := gating.DefaultSettings()
 		s.Dashboard, s.DryRun = e.on.Load(), e.dry.Load()
 		return s
 	}
@@ -496,7 +497,7 @@ func TestDashboardRefusesBadInput(t *testing.T) {
 	if _, err := e.dash.Sync(e.ctx, e.repo, gating.DashboardMarker+strings.Repeat("x", gating.MaxDashboardBytes), false); err == nil {
 		t.Error("a body over the limit was accepted")
 	}
-	if _, err := e.dash.Sync(e.ctx, Repo{ID: 1, FullName: "nope"}, dashBody(), false); err == nil {
+	if _, err := e.dash.Sync(e.ctx, store.Repo{ID: 1, FullName: "nope"}, dashBody(), false); err == nil {
 		t.Error("an incomplete repository was accepted")
 	}
 	e.expectCalls()

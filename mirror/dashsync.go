@@ -4,19 +4,20 @@ import (
 	"context"
 
 	"github.com/wardenhq/warden/gating"
+	"github.com/wardenhq/warden/mirror/store"
 )
 
 // DashboardSink keeps each repository's "Backlog dashboard" issue
 // (Dashboards).
 type DashboardSink interface {
-	Sync(ctx context.Context, repo Repo, body string, dryRun bool) (string, error)
+	Sync(ctx context.Context, repo store.Repo, body string, dryRun bool) (string, error)
 }
 
 // syncDashboard renders the repository's dashboard (CONTRACT.md §2
 // `dashboard: true`): the "where are we" report of §9 and the
 // repository-wide findings (the ready set's, the settings', pull requests
 // linking no item), and keeps its issue in step. Off by default.
-func (m *Mirror) syncDashboard(ctx context.Context, repo Repo, set RepoSettings, rs *RepoSnapshot, ready gating.Result) (string, error) {
+func (m *Mirror) syncDashboard(ctx context.Context, repo store.Repo, set gating.Settings, rs *store.RepoSnapshot, ready gating.Result) (string, error) {
 	if !set.Dashboard || m.Dashboards == nil {
 		return "", nil
 	}

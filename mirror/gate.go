@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-github/v66/github"
 
 	"github.com/wardenhq/warden/gating"
+	"github.com/wardenhq/warden/mirror/store"
 )
 
 // Label-act findings (CONTRACT.md §5), kept in label_findings.
@@ -34,13 +35,13 @@ type person struct {
 // configured or recorded agent, and triage+ by role_name (looked up,
 // cached; a failed lookup refuses). A recorded agent attempting a human act
 // is recorded (once) as a shared identity and refused.
-func (m *Mirror) judge(ctx context.Context, repo Repo, login, typ string) person {
+func (m *Mirror) judge(ctx context.Context, repo store.Repo, login, typ string) person {
 	p := person{Login: login}
 	if strings.EqualFold(login, m.botLogin()) && login != "" {
 		p.Why = "warden itself"
 		return p
 	}
-	recorded, err := m.Acts.IsRecorded(ctx, repo.ID, login, AgentRecorded)
+	recorded, err := m.Acts.IsRecorded(ctx, repo.ID, login, store.AgentRecorded)
 	if err != nil {
 		p.Why = "who-is-who lookup failed"
 		m.Log.Warn("recorded-agent lookup failed; the act is not a human's (fail closed)", "login", login, "err", err)
@@ -49,7 +50,7 @@ func (m *Mirror) judge(ctx context.Context, repo Repo, login, typ string) person
 	if recorded {
 		p.Why = "a login recorded as an agent (it posted backlog-worker markers)"
 		if typ == "User" {
-			if _, err := m.Acts.RecordAgent(ctx, repo.ID, login, SharedIdentity,
+			if _, err := m.Acts.RecordAgent(ctx, repo.ID, login, store.SharedIdentity,
 				fmt.Sprintf("%s posted backlog-worker markers and then acted as a human", login), m.now()); err != nil {
 				m.Log.Warn("recording a shared identity failed", "login", login, "err", err)
 			}
@@ -74,7 +75,7 @@ func (m *Mirror) botLogin() string {
 // label. Acts on the admission and parked labels are first confirmed
 // against the issue's label events (one read); the last event decides, not
 // the delivery, so deliveries may arrive in any order.
-func (m *Mirror) issuesLabelAct(ctx context.Context, ev Event, repo Repo, set RepoSettings, p *issuesPayload, it *Item) (string, error) {
+func (m *Mirror) issuesLabelAct(ctx context.Context, ev Event, repo store.Repo, set gating.Settings, p *issuesPayload, it *store.Item) (string, error) {
 	label := p.Label.Name
 	n := p.Issue.Number
 	switch {
@@ -112,7 +113,7 @@ type confirmed struct {
 // is false when the issue no longer shows what the delivery said (the label
 // is back, or gone again, or no event names it), or when the last act was
 // warden's own: then there is nothing to do.
-func (m *Mirror) confirm(ctx context.Context, repo Repo, n int, label string, present bool) (c confirmed, ok bool, err error) {
+func (m *Mirror) confirm(ctx context.Context, repo store.Repo, n int, label string, present bool) (c confirmed, ok bool, err error) {
 	if c.gh, err = m.GitHub.Installation(repo.Installation); err != nil {
 		return c, false, err
 	}
@@ -134,7 +135,7 @@ func (m *Mirror) confirm(ctx context.Context, repo Repo, n int, label string, pr
 
 // revert puts back a label someone other than a human with triage+ removed,
 // and reports it under code (the event's id counts the repeat once).
-func (m *Mirror) revert(ctx context.Context, c confirmed, repo Repo, set RepoSettings, n int, label, code, detail string) (string, error) {
+func (m *Mirror) revert(ctx context.Context, c confirmed, repo store.Repo, set gating.Settings, n int, label, code, detail string) (string, error) {
 	if err := m.addLabel(ctx, c.gh, repo, set, n, label); err != nil {
 		return "", err
 	}
@@ -146,7 +147,7 @@ func (m *Mirror) revert(ctx context.Context, c confirmed, repo Repo, set RepoSet
 
 // admissionRemoved: a human with triage+ admits; anyone else's removal is
 // reverted and reported (repeats counted, reported once).
-func (m *Mirror) admissionRemoved(ctx context.Context, repo Repo, set RepoSettings, n int, it *Item) (string, error) {
+func (m *Mirror) admissionRemoved(ctx context.Context, repo store.Repo, set gating.Settings, n int, it *store.Item) (string, error) {
 	c, ok, err := m.confirm(ctx, repo, n, set.AdmissionLabel, false)
 	if err != nil || !ok {
 		return fmt.Sprintf("%s: %s is on the issue again; nothing to do", it.ID, set.AdmissionLabel), err
@@ -163,8 +164,8 @@ func (m *Mirror) admissionRemoved(ctx context.Context, repo Repo, set RepoSettin
 
 // admit records an admission act by a human and closes the findings it
 // settles.
-func (m *Mirror) admit(ctx context.Context, repo Repo, n int, by string, at time.Time, how string) error {
-	if err := m.Acts.RecordAdmission(ctx, repo.ID, n, Admission{By: by, At: at, How: how}); err != nil {
+func (m *Mirror) admit(ctx context.Context, repo store.Repo, n int, by string, at time.Time, how string) error {
+	if err := m.Acts.RecordAdmission(ctx, repo.ID, n, store.Admission{By: by, At: at, How: how}); err != nil {
 		return err
 	}
 	return m.Acts.CloseLabelFinding(ctx, repo.ID, n, CodeAgentRemovedAdmission)
@@ -174,8 +175,8 @@ func (m *Mirror) admit(ctx context.Context, repo Repo, n int, by string, at time
 // epoch); anyone else's removal of a parked item's label is reverted and
 // reported. On an item that is not parked, the label's removal settles a
 // park-label-without-tag.
-func (m *Mirror) parkedLabelRemoved(ctx context.Context, repo Repo, set RepoSettings, n int, it *Item) (string, error) {
-	if !it.hasTag("state:parked") {
+func (m *Mirror) parkedLabelRemoved(ctx context.Context, repo store.Repo, set gating.Settings, n int, it *store.Item) (string, error) {
+	if !it.HasTag("state:parked") {
 		if err := m.Acts.CloseLabelFinding(ctx, repo.ID, n, CodeParkLabelWithoutTag); err != nil {
 			return "", err
 		}
@@ -196,8 +197,8 @@ func (m *Mirror) parkedLabelRemoved(ctx context.Context, repo Repo, set RepoSett
 // do); a human with triage+ adding it parks the item with a manual route;
 // anyone else's label is not a park (park-label-without-tag), and nothing
 // is written.
-func (m *Mirror) parkedLabelAdded(ctx context.Context, repo Repo, set RepoSettings, n int, it *Item) (string, error) {
-	if it.hasTag("state:parked") {
+func (m *Mirror) parkedLabelAdded(ctx context.Context, repo store.Repo, set gating.Settings, n int, it *store.Item) (string, error) {
+	if it.HasTag("state:parked") {
 		return fmt.Sprintf("%s: %s follows its state:parked tag", it.ID, set.ParkedLabel), nil
 	}
 	c, ok, err := m.confirm(ctx, repo, n, set.ParkedLabel, true)
@@ -217,13 +218,13 @@ func (m *Mirror) parkedLabelAdded(ctx context.Context, repo Repo, set RepoSettin
 // itemLabelRemoved: an agent's removal of the item label is reverted and
 // reported; a human's is reported (item-label-removed) and the item stays,
 // since forgetting an item is explicit (DELETE /items/{id}).
-func (m *Mirror) itemLabelRemoved(ctx context.Context, repo Repo, set RepoSettings, p *issuesPayload, it *Item) (string, error) {
+func (m *Mirror) itemLabelRemoved(ctx context.Context, repo store.Repo, set gating.Settings, p *issuesPayload, it *store.Item) (string, error) {
 	n := p.Issue.Number
 	login, typ := p.Sender.Login, p.Sender.Type
 	agents := m.agentsOf(ctx, repo)
 	isAgent := gating.IsAgent(gating.Actor{Login: login, Type: typ}, agents)
 	if !isAgent {
-		if rec, err := m.Acts.IsRecorded(ctx, repo.ID, login, AgentRecorded); err != nil {
+		if rec, err := m.Acts.IsRecorded(ctx, repo.ID, login, store.AgentRecorded); err != nil {
 			return "", err
 		} else if rec {
 			isAgent = true
@@ -252,13 +253,13 @@ func (m *Mirror) itemLabelRemoved(ctx context.Context, repo Repo, set RepoSettin
 }
 
 // agentsOf is WARDEN_AGENTS plus the repository's agents: setting.
-func (m *Mirror) agentsOf(ctx context.Context, repo Repo) []string {
+func (m *Mirror) agentsOf(ctx context.Context, repo store.Repo) []string {
 	return append(append([]string(nil), m.Agents...), m.settings(ctx, repo).Agents...)
 }
 
 // addLabel adds a label warden needs (the label is created first when the
 // repository lacks it). Nothing is written in dry_run.
-func (m *Mirror) addLabel(ctx context.Context, gh *github.Client, repo Repo, set RepoSettings, n int, label string) error {
+func (m *Mirror) addLabel(ctx context.Context, gh *github.Client, repo store.Repo, set gating.Settings, n int, label string) error {
 	if set.DryRun {
 		return nil
 	}
@@ -270,7 +271,7 @@ func (m *Mirror) addLabel(ctx context.Context, gh *github.Client, repo Repo, set
 }
 
 // removeLabel removes a label (404, the issue lacks it, is success).
-func (m *Mirror) removeLabel(ctx context.Context, gh *github.Client, repo Repo, set RepoSettings, n int, label string) error {
+func (m *Mirror) removeLabel(ctx context.Context, gh *github.Client, repo store.Repo, set gating.Settings, n int, label string) error {
 	if set.DryRun {
 		return nil
 	}
@@ -280,14 +281,4 @@ func (m *Mirror) removeLabel(ctx context.Context, gh *github.Client, repo Repo, 
 		return fmt.Errorf("remove %q from %s#%d: %w", label, repo.FullName, n, err)
 	}
 	return m.Ledger.NoteLabel(ctx, repo.ID, n, label, false, m.now())
-}
-
-// hasTag reports whether the item carries tag exactly.
-func (it *Item) hasTag(tag string) bool {
-	for _, t := range it.Tags {
-		if t == tag {
-			return true
-		}
-	}
-	return false
 }

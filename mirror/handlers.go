@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-github/v66/github"
 
 	"github.com/wardenhq/warden/gating"
+	"github.com/wardenhq/warden/mirror/store"
 )
 
 // Clients gives warden's GitHub client for an installation.
@@ -23,8 +24,8 @@ type Clients interface {
 // Mirror keeps the ledger and GitHub in step: it records the repositories
 // warden serves and turns issues that gain the item label into items.
 type Mirror struct {
-	Ledger *Ledger
-	Acts   *Acts
+	Ledger *store.Ledger
+	Acts   *store.Acts
 	GitHub Clients
 	Perms  *Permissions
 	// Region is WARDEN_REGION (the homeRegion of items made here).
@@ -32,7 +33,7 @@ type Mirror struct {
 	// Agents are the WARDEN_AGENTS logins.
 	Agents []string
 	// Settings returns a repository's backlog settings.
-	Settings func(ctx context.Context, r Repo) RepoSettings
+	Settings func(ctx context.Context, r store.Repo) gating.Settings
 	Log      *slog.Logger
 	Now      func() time.Time
 	// SettingsStore follows .github/backlog.yml (nil: Settings alone).
@@ -66,11 +67,11 @@ func (m *Mirror) now() time.Time {
 	return time.Now()
 }
 
-func (m *Mirror) settings(ctx context.Context, r Repo) RepoSettings {
+func (m *Mirror) settings(ctx context.Context, r store.Repo) gating.Settings {
 	if m.Settings != nil {
 		return m.Settings(ctx, r)
 	}
-	return DefaultSettings()
+	return gating.DefaultSettings()
 }
 
 // Outcomes recorded for deliveries.
@@ -160,7 +161,7 @@ func (m *Mirror) serve(ctx context.Context, inst int64, repos []repoRef) (string
 		if err != nil {
 			return "", fmt.Errorf("read %s: %w", rr.FullName, err)
 		}
-		r := Repo{ID: rr.ID, FullName: repo.GetFullName(), Installation: inst, DefaultBranch: repo.GetDefaultBranch()}
+		r := store.Repo{ID: rr.ID, FullName: repo.GetFullName(), Installation: inst, DefaultBranch: repo.GetDefaultBranch()}
 		if err := m.Ledger.PutRepo(ctx, r); err != nil {
 			return "", err
 		}
@@ -197,7 +198,7 @@ func (m *Mirror) unserveInstallation(ctx context.Context, inst int64) (string, e
 
 func (m *Mirror) unserve(ctx context.Context, inst int64, repos []repoRef) (string, error) {
 	for _, rr := range repos {
-		if err := m.Ledger.RemoveRepo(ctx, rr.ID); err != nil && !errors.Is(err, ErrNotFound) {
+		if err := m.Ledger.RemoveRepo(ctx, rr.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
 			return "", err
 		}
 		if m.SettingsStore != nil {
@@ -214,7 +215,7 @@ func (m *Mirror) unserve(ctx context.Context, inst int64, repos []repoRef) (stri
 
 // ensureLabels creates the labels warden needs that the repository lacks
 // (one read; one write per missing label; 422 "already exists" is success).
-func (m *Mirror) ensureLabels(ctx context.Context, gh *github.Client, r Repo) error {
+func (m *Mirror) ensureLabels(ctx context.Context, gh *github.Client, r store.Repo) error {
 	owner, name, _ := strings.Cut(r.FullName, "/")
 	have := map[string]bool{}
 	opt := &github.ListOptions{PerPage: 100}
@@ -231,7 +232,7 @@ func (m *Mirror) ensureLabels(ctx context.Context, gh *github.Client, r Repo) er
 		}
 		opt.Page = resp.NextPage
 	}
-	for _, l := range m.settings(ctx, r).labels() {
+	for _, l := range labelSpecs(m.settings(ctx, r)) {
 		if have[strings.ToLower(l.name)] {
 			continue
 		}
@@ -285,13 +286,13 @@ func (p *issuesPayload) hasLabel(name string) bool {
 }
 
 // issueState is the issue's state as the payload reports it.
-func (p *issuesPayload) issueState(action string) IssueState {
-	st := IssueState{State: p.Issue.State, Labels: make([]string, 0, len(p.Issue.Labels))}
+func (p *issuesPayload) issueState(action string) store.IssueState {
+	st := store.IssueState{State: p.Issue.State, Labels: make([]string, 0, len(p.Issue.Labels))}
 	switch action {
 	case "deleted":
-		st.State = IssueDeleted
+		st.State = store.IssueDeleted
 	case "transferred":
-		st.State = IssueTransferred
+		st.State = store.IssueTransferred
 	}
 	for _, l := range p.Issue.Labels {
 		st.Labels = append(st.Labels, l.Name)
@@ -318,7 +319,7 @@ func (m *Mirror) HandleIssues(ctx context.Context, ev Event) (string, error) {
 		return OutcomeIgnored, nil // pull requests are never items
 	}
 	repo, err := m.Ledger.RepoByID(ctx, p.Repository.ID)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		// Repositories are served from installation events; one warden no
 		// longer serves (or never learned of) is left alone.
 		return "repository not served", nil
@@ -335,7 +336,7 @@ func (m *Mirror) HandleIssues(ctx context.Context, ev Event) (string, error) {
 	id := gating.IDFor(p.Issue.Number)
 	it, err := m.Ledger.Get(ctx, repo.ID, id)
 	isItem := err == nil
-	if err != nil && !errors.Is(err, ErrNotFound) {
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
 		return "", err
 	}
 	stateOutcome := OutcomeIssueState
@@ -378,14 +379,14 @@ func (m *Mirror) HandleIssues(ctx context.Context, ev Event) (string, error) {
 // item label (CONTRACT.md §5): admitted at creation when a human with
 // triage or more made it, otherwise gated (the admission label added when
 // GitHub's payload lacks it, as when it silently dropped labels on create).
-func (m *Mirror) makeItem(ctx context.Context, ev Event, repo Repo, set RepoSettings, p *issuesPayload) (string, error) {
+func (m *Mirror) makeItem(ctx context.Context, ev Event, repo store.Repo, set gating.Settings, p *issuesPayload) (string, error) {
 	id := gating.IDFor(p.Issue.Number)
 	tags := []string{"backlog", "priority:" + set.DefaultPriority, "phase:" + set.DefaultPhase,
 		"homeRegion:" + m.Region, "baseBranch:" + repo.DefaultBranch}
-	in := NewItem{Number: p.Issue.Number, Title: p.Issue.Title, Author: p.Issue.User.Login,
+	in := store.NewItem{Number: p.Issue.Number, Title: p.Issue.Title, Author: p.Issue.User.Login,
 		Body:       ResumeBody(p.Issue.Number, p.Issue.HTMLURL, nil),
 		Provenance: fmt.Sprintf("github: issues.%s by %s", ev.Action, p.Sender.Login), Tags: tags}
-	if _, err := m.Ledger.Create(ctx, repo.ID, in, Actor{Role: gating.RoleWarden, Name: "warden"}, WriteOptions{}); err != nil && !errors.Is(err, ErrExists) {
+	if _, err := m.Ledger.Create(ctx, repo.ID, in, store.Actor{Role: gating.RoleWarden, Name: "warden"}, store.WriteOptions{}); err != nil && !errors.Is(err, store.ErrExists) {
 		return "", fmt.Errorf("make %s an item: %w", id, err)
 	}
 	if ev.Action != "opened" {
@@ -396,7 +397,7 @@ func (m *Mirror) makeItem(ctx context.Context, ev Event, repo Repo, set RepoSett
 	}
 	who := m.judge(ctx, repo, p.Sender.Login, p.Sender.Type)
 	if who.Human {
-		err := m.Acts.RecordAdmission(ctx, repo.ID, p.Issue.Number, Admission{By: p.Sender.Login, At: m.now(), How: "made an item by a human with triage+"})
+		err := m.Acts.RecordAdmission(ctx, repo.ID, p.Issue.Number, store.Admission{By: p.Sender.Login, At: m.now(), How: "made an item by a human with triage+"})
 		if err != nil {
 			return "", err
 		}
@@ -418,7 +419,7 @@ func (m *Mirror) makeItem(ctx context.Context, ev Event, repo Repo, set RepoSett
 // isHumanTriagePlus looks up the actor's role (cached; a failed lookup
 // leaves it unknown) and asks gating.HumanAct whether the act was a human's
 // with triage or more.
-func (m *Mirror) isHumanTriagePlus(ctx context.Context, repo Repo, login, typ string) (bool, string) {
+func (m *Mirror) isHumanTriagePlus(ctx context.Context, repo store.Repo, login, typ string) (bool, string) {
 	a := gating.Actor{Login: login, Type: typ}
 	agents := append(append([]string(nil), m.Agents...), m.settings(ctx, repo).Agents...)
 	if typ == "User" && !gating.IsAgent(a, agents) {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-github/v66/github"
+	"github.com/wardenhq/warden/mirror/store"
 )
 
 // labelAct is what an issue's label events say about one label now: whether
@@ -34,7 +35,7 @@ const maxEventPages = 5
 // events, read newest page first (GitHub lists them oldest first, so one
 // request when they fit a page, else the last page and back). It never
 // trusts the delivery's order: the last event for the label decides.
-func (m *Mirror) lastLabelAct(ctx context.Context, gh *github.Client, repo Repo, number int, label string) (labelAct, error) {
+func (m *Mirror) lastLabelAct(ctx context.Context, gh *github.Client, repo store.Repo, number int, label string) (labelAct, error) {
 	owner, name, _ := strings.Cut(repo.FullName, "/")
 	opt := &github.ListOptions{PerPage: 100}
 	evs, resp, err := gh.Issues.ListIssueEvents(ctx, owner, name, number, opt)

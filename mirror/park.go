@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-github/v66/github"
 
 	"github.com/wardenhq/warden/gating"
+	"github.com/wardenhq/warden/mirror/store"
 )
 
 // maintenanceLease is the lease of warden's own maintenance claims: long
@@ -28,9 +29,9 @@ var errMaintenanceRefused = errors.New("maintenance claim not granted")
 // maintain runs fn under a maintenance claim on the item (advancing the
 // fence, so a vanished holder's later writes are refused) and releases it
 // whatever fn returns.
-func (m *Mirror) maintain(ctx context.Context, repo Repo, id gating.ItemID, actor Actor, fn func(token int64) error) error {
+func (m *Mirror) maintain(ctx context.Context, repo store.Repo, id gating.ItemID, actor store.Actor, fn func(token int64) error) error {
 	lease := maintenanceLease
-	res, err := m.Ledger.Claim(ctx, repo.ID, id, ClaimRequest{Owner: "warden/maintenance", LeaseSeconds: &lease, Purpose: "maintenance"}, actor)
+	res, err := m.Ledger.Claim(ctx, repo.ID, id, store.ClaimRequest{Owner: "warden/maintenance", LeaseSeconds: &lease, Purpose: "maintenance"}, actor)
 	if err != nil {
 		return fmt.Errorf("maintenance claim on %s: %w", id, err)
 	}
@@ -51,7 +52,7 @@ func (m *Mirror) maintain(ctx context.Context, repo Repo, id gating.ItemID, acto
 
 // routeTags are the item's ruling-owner:* and ruling-topic:* tags, but for
 // those in keep (a park's new route keeps what it re-writes).
-func routeTags(it *Item, keep ...string) []string {
+func routeTags(it *store.Item, keep ...string) []string {
 	var out []string
 	for _, t := range it.Tags {
 		if (strings.HasPrefix(t, "ruling-owner:") || strings.HasPrefix(t, "ruling-topic:")) && !slices.Contains(keep, t) {
@@ -64,7 +65,7 @@ func routeTags(it *Item, keep ...string) []string {
 // unparked records what follows a human's unpark, however it was made (a
 // label removal, /backlog unpark, a human token's write): a new attempt
 // epoch from at, the park record forgotten, the park findings closed.
-func (m *Mirror) unparked(ctx context.Context, repo Repo, n int, at time.Time, by string) error {
+func (m *Mirror) unparked(ctx context.Context, repo store.Repo, n int, at time.Time, by string) error {
 	if err := m.Acts.StartEpoch(ctx, repo.ID, n, at, by); err != nil {
 		return err
 	}
@@ -82,17 +83,17 @@ func (m *Mirror) unparked(ctx context.Context, repo Repo, n int, at time.Time, b
 // unpark is a human's unpark (label removal or /backlog unpark): it removes
 // state:parked and the route, starts a new attempt epoch and closes the park
 // findings.
-func (m *Mirror) unpark(ctx context.Context, repo Repo, n int, by string, at time.Time, how string) (string, error) {
+func (m *Mirror) unpark(ctx context.Context, repo store.Repo, n int, by string, at time.Time, how string) (string, error) {
 	id := gating.IDFor(n)
 	it, err := m.Ledger.Get(ctx, repo.ID, id)
 	if err != nil {
 		return "", err
 	}
-	if it.hasTag("state:parked") {
+	if it.HasTag("state:parked") {
 		remove := append([]string{"state:parked"}, routeTags(&it)...)
-		actor := Actor{Role: gating.RoleHuman, Name: by}
+		actor := store.Actor{Role: gating.RoleHuman, Name: by}
 		err := m.maintain(ctx, repo, id, actor, func(token int64) error {
-			_, err := m.Ledger.Update(ctx, repo.ID, id, Patch{RemoveTags: remove, FencingToken: &token}, actor, WriteOptions{})
+			_, err := m.Ledger.Update(ctx, repo.ID, id, store.Patch{RemoveTags: remove, FencingToken: &token}, actor, store.WriteOptions{})
 			return err
 		})
 		if err != nil {
@@ -110,7 +111,7 @@ func (m *Mirror) unpark(ctx context.Context, repo Repo, n int, by string, at tim
 // under a maintenance claim; then the label; then, with a question, the park
 // comment. Without a question it is reported park-without-question until
 // one is posted (/backlog park carries it).
-func (m *Mirror) manualPark(ctx context.Context, repo Repo, set RepoSettings, n int, by, owner, topic, question string, at time.Time) (string, error) {
+func (m *Mirror) manualPark(ctx context.Context, repo store.Repo, set gating.Settings, n int, by, owner, topic, question string, at time.Time) (string, error) {
 	id := gating.IDFor(n)
 	rec, err := m.beginManualPark(ctx, repo, n, by, owner, topic, question, at)
 	if err != nil {
@@ -138,7 +139,7 @@ func (m *Mirror) manualPark(ctx context.Context, repo Repo, set RepoSettings, n 
 // stopped before the delivery was recorded done) finds its own record, by
 // the act's time and route, and returns it to be finished, so the park is
 // not begun again (a second maintenance claim, a second comment).
-func (m *Mirror) beginManualPark(ctx context.Context, repo Repo, n int, by, owner, topic, question string, at time.Time) (*ParkRecord, error) {
+func (m *Mirror) beginManualPark(ctx context.Context, repo store.Repo, n int, by, owner, topic, question string, at time.Time) (*store.ParkRecord, error) {
 	id := gating.IDFor(n)
 	old, err := m.Acts.ParkRecord(ctx, repo.ID, n)
 	if err != nil {
@@ -153,17 +154,17 @@ func (m *Mirror) beginManualPark(ctx context.Context, repo Repo, n int, by, owne
 	}
 	want := []string{"state:parked", "ruling-owner:" + owner, "ruling-topic:" + topic}
 	remove := routeTags(&it, want...)
-	actor := Actor{Role: gating.RoleHuman, Name: by}
+	actor := store.Actor{Role: gating.RoleHuman, Name: by}
 	var token int64
 	err = m.maintain(ctx, repo, id, actor, func(tok int64) error {
 		token = tok
-		_, err := m.Ledger.Update(ctx, repo.ID, id, Patch{AddTags: want, RemoveTags: remove, FencingToken: &tok}, actor, WriteOptions{})
+		_, err := m.Ledger.Update(ctx, repo.ID, id, store.Patch{AddTags: want, RemoveTags: remove, FencingToken: &tok}, actor, store.WriteOptions{})
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("park %s: %w", id, err)
 	}
-	rec := &ParkRecord{Fence: token, RulingOwner: owner, RulingTopic: topic, Question: question, Stage: ParkTagged, At: at}
+	rec := &store.ParkRecord{Fence: token, RulingOwner: owner, RulingTopic: topic, Question: question, Stage: store.ParkTagged, At: at}
 	if err := m.Acts.PutParkRecord(ctx, repo.ID, n, *rec); err != nil {
 		return nil, err
 	}
@@ -181,23 +182,23 @@ func (m *Mirror) beginManualPark(ctx context.Context, repo Repo, n int, by, owne
 // releases, then adds the parked label, then posts the park comment naming
 // the question and each attempt's owner and outcome. Each stage is recorded
 // as it completes, so an interrupted park is finished, never started over.
-func (m *Mirror) poisonPark(ctx context.Context, repo Repo, set RepoSettings, rs *RepoSnapshot, id gating.ItemID, attempts int) (string, error) {
+func (m *Mirror) poisonPark(ctx context.Context, repo store.Repo, set gating.Settings, rs *store.RepoSnapshot, id gating.ItemID, attempts int) (string, error) {
 	n := id.Number()
 	it := rs.Items[id]
 	if it == nil {
 		return "", fmt.Errorf("park %s: not in the snapshot", id)
 	}
-	rec := ParkRecord{Attempts: attempts, RulingOwner: set.RulingOwner, RulingTopic: "poison-threshold", Question: PoisonQuestion, Stage: ParkTagged, At: m.now()}
-	if !it.hasTag("state:parked") {
+	rec := store.ParkRecord{Attempts: attempts, RulingOwner: set.RulingOwner, RulingTopic: "poison-threshold", Question: PoisonQuestion, Stage: store.ParkTagged, At: m.now()}
+	if !it.HasTag("state:parked") {
 		if set.DryRun {
 			return fmt.Sprintf("%s would be parked at %d attempts (dry run)", id, attempts), nil
 		}
 		tags := []string{"state:parked", "ruling-owner:" + set.RulingOwner, "ruling-topic:poison-threshold"}
 		remove := routeTags(it, tags...)
-		actor := Actor{Role: gating.RoleWarden, Name: "warden"}
+		actor := store.Actor{Role: gating.RoleWarden, Name: "warden"}
 		err := m.maintain(ctx, repo, id, actor, func(tok int64) error {
 			rec.Fence = tok
-			_, err := m.Ledger.Update(ctx, repo.ID, id, Patch{AddTags: tags, RemoveTags: remove, FencingToken: &tok}, actor, WriteOptions{})
+			_, err := m.Ledger.Update(ctx, repo.ID, id, store.Patch{AddTags: tags, RemoveTags: remove, FencingToken: &tok}, actor, store.WriteOptions{})
 			return err
 		})
 		if err != nil {
@@ -225,11 +226,11 @@ func (m *Mirror) poisonPark(ctx context.Context, repo Repo, set RepoSettings, rs
 // runs under the item's park lock, across replicas on PostgreSQL, and
 // re-reads the record once it holds it: the handler that parked and a timer
 // or reconcile pass finishing the same park never both post the comment.
-func (m *Mirror) finishPark(ctx context.Context, repo Repo, set RepoSettings, n int, rec *ParkRecord) error {
+func (m *Mirror) finishPark(ctx context.Context, repo store.Repo, set gating.Settings, n int, rec *store.ParkRecord) error {
 	if set.DryRun {
 		return nil
 	}
-	unlock, err := m.Ledger.db.Lock(ctx, fmt.Sprintf("park/%d/%d", repo.ID, n))
+	unlock, err := m.Ledger.Lock(ctx, fmt.Sprintf("park/%d/%d", repo.ID, n))
 	if err != nil {
 		return fmt.Errorf("finish the park of %s: %w", gating.IDFor(n), err)
 	}
@@ -245,7 +246,7 @@ func (m *Mirror) finishPark(ctx context.Context, repo Repo, set RepoSettings, n 
 	if err != nil {
 		return err
 	}
-	if rec.Stage == ParkTagged {
+	if rec.Stage == store.ParkTagged {
 		st, err := m.Ledger.IssueState(ctx, repo.ID, n)
 		if err != nil {
 			return err
@@ -255,18 +256,18 @@ func (m *Mirror) finishPark(ctx context.Context, repo Repo, set RepoSettings, n 
 				return err
 			}
 		}
-		rec.Stage = ParkLabeled
+		rec.Stage = store.ParkLabeled
 		if err := m.Acts.PutParkRecord(ctx, repo.ID, n, *rec); err != nil {
 			return err
 		}
 	}
-	if (rec.Stage == ParkLabeled || rec.Stage == ParkCommenting) && strings.TrimSpace(rec.Question) != "" {
+	if (rec.Stage == store.ParkLabeled || rec.Stage == store.ParkCommenting) && strings.TrimSpace(rec.Question) != "" {
 		// The intent is recorded before the post: a writer that stops
 		// between the post and its record leaves the next one a reason to
 		// look for the comment on GitHub first.
-		resumed := rec.Stage == ParkCommenting
+		resumed := rec.Stage == store.ParkCommenting
 		if !resumed {
-			rec.Stage = ParkCommenting
+			rec.Stage = store.ParkCommenting
 			if err := m.Acts.PutParkRecord(ctx, repo.ID, n, *rec); err != nil {
 				return err
 			}
@@ -275,7 +276,7 @@ func (m *Mirror) finishPark(ctx context.Context, repo Repo, set RepoSettings, n 
 		if err != nil {
 			return err
 		}
-		rec.Stage, rec.CommentID = ParkCommented, id
+		rec.Stage, rec.CommentID = store.ParkCommented, id
 		if err := m.Acts.PutParkRecord(ctx, repo.ID, n, *rec); err != nil {
 			return err
 		}
@@ -284,11 +285,11 @@ func (m *Mirror) finishPark(ctx context.Context, repo Repo, set RepoSettings, n 
 }
 
 // parkStageOrder ranks a park's stages.
-var parkStageOrder = map[string]int{ParkTagged: 1, ParkLabeled: 2, ParkCommenting: 3, ParkCommented: 4}
+var parkStageOrder = map[string]int{store.ParkTagged: 1, store.ParkLabeled: 2, store.ParkCommenting: 3, store.ParkCommented: 4}
 
 // postParkComment posts the park comment with the current epoch's attempts
 // read from the trail.
-func (m *Mirror) postParkComment(ctx context.Context, gh *github.Client, repo Repo, n int, rec *ParkRecord, resumed bool) (int64, error) {
+func (m *Mirror) postParkComment(ctx context.Context, gh *github.Client, repo store.Repo, n int, rec *store.ParkRecord, resumed bool) (int64, error) {
 	id := gating.IDFor(n)
 	rs, err := m.Ledger.ClaimSnapshot(ctx, repo.ID, id)
 	if err != nil {
@@ -338,7 +339,7 @@ func (m *Mirror) findParkComment(ctx context.Context, gh *github.Client, owner, 
 // the half that has effect, so the label is added, unless the issue's label
 // events show a human with triage+ removed it (then it is an unpark warden
 // had not applied yet). It never re-adds a label a human removed.
-func (m *Mirror) repairParkLabel(ctx context.Context, repo Repo, set RepoSettings, n int) (string, error) {
+func (m *Mirror) repairParkLabel(ctx context.Context, repo store.Repo, set gating.Settings, n int) (string, error) {
 	id := gating.IDFor(n)
 	if set.DryRun {
 		return fmt.Sprintf("%s: state:parked without %s (dry run)", id, set.ParkedLabel), nil

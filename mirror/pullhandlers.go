@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-github/v66/github"
 	"github.com/wardenhq/warden/gating"
+	"github.com/wardenhq/warden/mirror/store"
 )
 
 // HandlePullRequest records a pull request and re-runs the `backlog` check
@@ -26,7 +27,7 @@ func (m *Mirror) HandlePullRequest(ctx context.Context, ev Event) (string, error
 		return OutcomeIgnored, nil
 	}
 	repo, err := m.Ledger.RepoByID(ctx, p.GetRepo().GetID())
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return "repository not served", nil
 	} else if err != nil {
 		return "", err
@@ -67,7 +68,7 @@ func (m *Mirror) HandlePullRequest(ctx context.Context, ev Event) (string, error
 // settleLinked settles the items a PR links: their divergences (a merge
 // that completes nothing, completion with the PR still open) and their
 // report comments.
-func (m *Mirror) settleLinked(ctx context.Context, repo Repo, pr PullRecord) ([]string, error) {
+func (m *Mirror) settleLinked(ctx context.Context, repo store.Repo, pr store.PullRecord) ([]string, error) {
 	rs, err := m.Ledger.Snapshot(ctx, repo.ID)
 	if err != nil {
 		return nil, err
@@ -181,7 +182,7 @@ func (m *Mirror) recheckHead(ctx context.Context, ev Event, repoID int64, sha st
 		return "no pull request of this repository: " + OutcomeIgnored, nil
 	}
 	repo, err := m.Ledger.RepoByID(ctx, repoID)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return "repository not served", nil
 	} else if err != nil {
 		return "", err
@@ -208,7 +209,7 @@ func (m *Mirror) recheckHead(ctx context.Context, ev Event, repoID int64, sha st
 // recheckPRsOf re-runs the check runs of the open PRs that link any of the
 // items or their dependents (after an item's admission, park, claim or tags
 // changed).
-func (m *Mirror) recheckPRsOf(ctx context.Context, repo Repo, items []gating.ItemID) ([]string, error) {
+func (m *Mirror) recheckPRsOf(ctx context.Context, repo store.Repo, items []gating.ItemID) ([]string, error) {
 	if len(items) == 0 || !m.settings(ctx, repo).CheckRun {
 		return nil, nil
 	}

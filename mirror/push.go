@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/wardenhq/warden/mirror/store"
 )
 
 type pushPayload struct {
@@ -93,7 +95,7 @@ func (m *Mirror) HandlePush(ctx context.Context, ev Event) (string, error) {
 		return "branch deleted: " + OutcomeIgnored, nil
 	}
 	repo, err := m.Ledger.RepoByID(ctx, p.Repository.ID)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return "repository not served", nil
 	} else if err != nil {
 		return "", err

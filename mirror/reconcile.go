@@ -2,7 +2,6 @@ package mirror
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -12,23 +11,8 @@ import (
 
 	"github.com/wardenhq/warden/app"
 	"github.com/wardenhq/warden/gating"
-	"github.com/wardenhq/warden/internal/db"
+	"github.com/wardenhq/warden/mirror/store"
 )
-
-// reconcile_state: per repository, where the last pass got to. since is
-// the start of the last complete pass (issues changed since then are read
-// again, with a margin); a pass that ran out of budget records the phase
-// and page it stopped at and the since it was using, and the next pass
-// resumes there.
-var reconcileMigrations = []db.Migration{{Version: 1, SQL: `CREATE TABLE reconcile_state (
-	repo_id BIGINT NOT NULL PRIMARY KEY,
-	since BIGINT NOT NULL,
-	resume_phase TEXT NOT NULL,
-	resume_page BIGINT NOT NULL,
-	resume_since BIGINT NOT NULL,
-	last_started BIGINT NOT NULL,
-	last_finished BIGINT NOT NULL,
-	last_result TEXT NOT NULL)`}}
 
 // sinceMargin is how far back a pass re-reads issues before the previous
 // pass's start: GitHub's updated_at has one-second resolution and its
@@ -77,42 +61,11 @@ type PassResult struct {
 // errBudget stops a pass that would exceed its budget.
 var errBudget = errors.New("the pass's GitHub budget is spent")
 
-type reconcileState struct {
-	since, resumeSince, lastStarted int64
-	resumePhase                     string
-	resumePage                      int
-}
-
-func (l *Ledger) reconcileState(ctx context.Context, repoID int64) (reconcileState, error) {
-	var s reconcileState
-	err := l.db.Read.QueryRowContext(ctx, `SELECT since, resume_phase, resume_page, resume_since, last_started FROM reconcile_state WHERE repo_id = $1`,
-		repoID).Scan(&s.since, &s.resumePhase, &s.resumePage, &s.resumeSince, &s.lastStarted)
-	if errors.Is(err, sql.ErrNoRows) {
-		return reconcileState{}, nil
-	}
-	if err != nil {
-		return s, fmt.Errorf("reconcile state: %w", err)
-	}
-	return s, nil
-}
-
-func (l *Ledger) putReconcileState(ctx context.Context, repoID int64, s reconcileState, finished int64, result string) error {
-	_, err := l.db.Write.ExecContext(ctx, `INSERT INTO reconcile_state (repo_id, since, resume_phase, resume_page, resume_since, last_started, last_finished, last_result)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (repo_id) DO UPDATE SET since = excluded.since, resume_phase = excluded.resume_phase,
-		resume_page = excluded.resume_page, resume_since = excluded.resume_since, last_started = excluded.last_started,
-		last_finished = excluded.last_finished, last_result = excluded.last_result`,
-		repoID, s.since, s.resumePhase, s.resumePage, s.resumeSince, s.lastStarted, finished, result)
-	if err != nil {
-		return fmt.Errorf("record the reconcile state: %w", err)
-	}
-	return nil
-}
-
 // pass is one reconcile pass over one repository.
 type pass struct {
 	m       *Mirror
-	repo    Repo
-	set     RepoSettings
+	repo    store.Repo
+	set     gating.Settings
 	gh      *github.Client
 	owner   string
 	name    string
@@ -154,11 +107,11 @@ type budgeter interface {
 // (the access layer's ETag cache: an unchanged page costs a 304, which
 // GitHub does not charge). A pass that would exceed its budget stops, says
 // where, and the next resumes there.
-func (m *Mirror) Reconcile(ctx context.Context, repo Repo, o ReconcileOptions) (PassResult, error) {
+func (m *Mirror) Reconcile(ctx context.Context, repo store.Repo, o ReconcileOptions) (PassResult, error) {
 	res := PassResult{Repo: repo.FullName, Findings: []gating.Defect{}}
 	// One pass per repository at a time, across replicas (CONTRACT.md §10):
 	// `warden reconcile` waits for a replica's pass, and the reverse.
-	unlock, err := m.Ledger.db.Lock(ctx, fmt.Sprintf("reconcile/%d", repo.ID))
+	unlock, err := m.Ledger.Lock(ctx, fmt.Sprintf("reconcile/%d", repo.ID))
 	if err != nil {
 		return res, fmt.Errorf("reconcile %s: %w", repo.FullName, err)
 	}
@@ -180,15 +133,15 @@ func (m *Mirror) Reconcile(ctx context.Context, repo Repo, o ReconcileOptions) (
 			}
 		}
 	}
-	st, err := m.Ledger.reconcileState(ctx, repo.ID)
+	st, err := m.Ledger.ReconcileState(ctx, repo.ID)
 	if err != nil {
 		return res, err
 	}
 	started := m.now()
-	since := st.since
+	since := st.Since
 	startPhase, startPage := phasePulls, 1
-	if st.resumePhase != "" {
-		startPhase, startPage, since = st.resumePhase, st.resumePage, st.resumeSince
+	if st.ResumePhase != "" {
+		startPhase, startPage, since = st.ResumePhase, st.ResumePage, st.ResumeSince
 	}
 	run := false
 	for _, ph := range phases {
@@ -206,8 +159,8 @@ func (m *Mirror) Reconcile(ctx context.Context, repo Repo, o ReconcileOptions) (
 		if errors.Is(err, errBudget) {
 			res.Stopped = fmt.Sprintf("budget of %d requests spent in phase %s (page %d); the next pass resumes there", p.budget, ph, stoppedAt)
 			res.Calls = counter.Counts()
-			next := reconcileState{since: st.since, resumePhase: ph, resumePage: stoppedAt, resumeSince: since, lastStarted: started.UnixMilli()}
-			return res, m.Ledger.putReconcileState(ctx, repo.ID, next, m.now().UnixMilli(), res.Stopped)
+			next := store.ReconcileState{Since: st.Since, ResumePhase: ph, ResumePage: stoppedAt, ResumeSince: since, LastStarted: started.UnixMilli()}
+			return res, m.Ledger.PutReconcileState(ctx, repo.ID, next, m.now().UnixMilli(), res.Stopped)
 		}
 		if err != nil {
 			res.Calls = counter.Counts()
@@ -218,11 +171,11 @@ func (m *Mirror) Reconcile(ctx context.Context, repo Repo, o ReconcileOptions) (
 	// The next pass reads what changed since this one began (the resumed
 	// part of a pass began with the pass it resumed).
 	begin := started
-	if st.resumePhase != "" && st.lastStarted > 0 {
-		begin = time.UnixMilli(st.lastStarted)
+	if st.ResumePhase != "" && st.LastStarted > 0 {
+		begin = time.UnixMilli(st.LastStarted)
 	}
-	next := reconcileState{since: begin.Add(-sinceMargin).UnixMilli()}
-	return res, m.Ledger.putReconcileState(ctx, repo.ID, next, m.now().UnixMilli(), "complete")
+	next := store.ReconcileState{Since: begin.Add(-sinceMargin).UnixMilli()}
+	return res, m.Ledger.PutReconcileState(ctx, repo.ID, next, m.now().UnixMilli(), "complete")
 }
 
 // phase runs one phase from page; on errBudget it returns the page to

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-github/v66/github"
 	"github.com/wardenhq/warden/gating"
+	"github.com/wardenhq/warden/mirror/store"
 )
 
 // readPulls lists the open pull requests (every page: unchanged pages are
@@ -92,7 +93,7 @@ func (p *pass) readIssues(ctx context.Context, page int, _ int64) (int, error) {
 			if is.IsPullRequest() {
 				continue
 			}
-			st := IssueState{State: is.GetState(), UpdatedAt: is.GetUpdatedAt().UTC(), Labels: make([]string, 0, len(is.Labels))}
+			st := store.IssueState{State: is.GetState(), UpdatedAt: is.GetUpdatedAt().UTC(), Labels: make([]string, 0, len(is.Labels))}
 			for _, l := range is.Labels {
 				st.Labels = append(st.Labels, l.GetName())
 			}
@@ -116,7 +117,7 @@ func (p *pass) readUnknownIssues(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	known, err := p.m.Ledger.issueFacts(ctx, p.repo.ID)
+	known, err := p.m.Ledger.IssueFacts(ctx, p.repo.ID)
 	if err != nil {
 		return err
 	}
@@ -133,15 +134,15 @@ func (p *pass) readUnknownIssues(ctx context.Context) error {
 			return err
 		}
 		is, resp, err := p.gh.Issues.Get(ctx, p.owner, p.name, n)
-		st := IssueState{UpdatedAt: p.m.now()}
+		st := store.IssueState{UpdatedAt: p.m.now()}
 		switch {
 		case resp != nil && (resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusGone):
-			st.State = IssueDeleted
+			st.State = store.IssueDeleted
 		case err != nil:
 			return fmt.Errorf("read issue #%d: %w", n, err)
 		case is.GetRepositoryURL() != "" && !strings.HasSuffix(strings.ToLower(is.GetRepositoryURL()), "/repos/"+strings.ToLower(p.repo.FullName)):
 			// GitHub followed a transfer's redirect to the issue's new home.
-			st.State = IssueTransferred
+			st.State = store.IssueTransferred
 		default:
 			st.State, st.UpdatedAt = is.GetState(), is.GetUpdatedAt().UTC()
 			for _, l := range is.Labels {
@@ -174,7 +175,7 @@ func (p *pass) readGreens(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if err := p.m.Ledger.setGreen(ctx, p.repo.ID, pr.Number, pr.HeadSHA, green); err != nil {
+		if err := p.m.Ledger.SetGreen(ctx, p.repo.ID, pr.Number, pr.HeadSHA, green); err != nil {
 			return err
 		}
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/wardenhq/warden/gating"
 	"github.com/wardenhq/warden/internal/db"
+	"github.com/wardenhq/warden/mirror/store"
 )
 
 // ReportInterval is the least time between two writes of one item's report
@@ -52,33 +53,6 @@ const (
 	reportNotDue    = "report edit not due"
 )
 
-// reportMigrations is the report comments' schema (portable SQL, as the
-// ledger's). One row per item that has, or had, something to report: the
-// desired state (findings, refusals, the body rendered from them), what was
-// last written to GitHub (comment id, body hash, time), whether an edit is
-// pending and when it is due, and the write lease.
-var reportMigrations = []db.Migration{
-	{Version: 1, SQL: `CREATE TABLE report_comments (
-	repo_id BIGINT NOT NULL,
-	number BIGINT NOT NULL,
-	full_name TEXT NOT NULL,
-	installation BIGINT NOT NULL,
-	default_branch TEXT NOT NULL,
-	comment_id BIGINT NOT NULL DEFAULT 0,
-	body TEXT NOT NULL DEFAULT '',
-	written_hash TEXT NOT NULL DEFAULT '',
-	written_at BIGINT NOT NULL DEFAULT 0,
-	findings_json TEXT NOT NULL DEFAULT '[]',
-	refusals_json TEXT NOT NULL DEFAULT '[]',
-	pending BIGINT NOT NULL DEFAULT 0,
-	due_at BIGINT NOT NULL DEFAULT 0,
-	lease_owner TEXT NOT NULL DEFAULT '',
-	lease_until BIGINT NOT NULL DEFAULT 0,
-	updated_at BIGINT NOT NULL,
-	PRIMARY KEY (repo_id, number))`},
-	{Version: 2, SQL: `CREATE INDEX report_comments_due ON report_comments (pending, due_at)`},
-}
-
 // Reports keeps each item's report comment (CONTRACT.md §6 "The report
 // comment"): one comment per item with something to report, created at its
 // first finding and edited in place after, at most once per ReportInterval.
@@ -94,7 +68,7 @@ type Reports struct {
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 	// Settings returns a repository's settings (dry_run); nil: the defaults.
-	Settings func(ctx context.Context, r Repo) RepoSettings
+	Settings func(ctx context.Context, r store.Repo) gating.Settings
 	// StatusHint points to warden's status page (its URL), named in a
 	// comment cut for length.
 	StatusHint string
@@ -116,7 +90,7 @@ func OpenReports(ctx context.Context, d *db.DB, gh Clients, log *slog.Logger) (*
 	if log == nil {
 		log = slog.Default()
 	}
-	if err := d.Migrate(ctx, "reports", reportMigrations); err != nil {
+	if err := store.Migrate(ctx, d); err != nil {
 		return nil, fmt.Errorf("open reports: %w", err)
 	}
 	return &Reports{db: d, gh: gh, log: log.With("component", "reports"), pg: d.Dialect == db.Postgres}, nil
@@ -129,16 +103,16 @@ func (r *Reports) now() time.Time {
 	return time.Now()
 }
 
-func (r *Reports) settings(ctx context.Context, repo Repo) RepoSettings {
+func (r *Reports) settings(ctx context.Context, repo store.Repo) gating.Settings {
 	if r.Settings != nil {
 		return r.Settings(ctx, repo)
 	}
-	return DefaultSettings()
+	return gating.DefaultSettings()
 }
 
 // reportRow is one item's report state.
 type reportRow struct {
-	repo        Repo
+	repo        store.Repo
 	number      int
 	commentID   int64
 	body        string
@@ -159,7 +133,7 @@ func (w *reportRow) needed() bool {
 
 // reportWrite is a write to GitHub decided under the lease.
 type reportWrite struct {
-	repo      Repo
+	repo      store.Repo
 	number    int
 	commentID int64 // 0: create
 	body      string
@@ -179,7 +153,7 @@ type reportWrite struct {
 // or edited now (a comment deleted on GitHub is created again). With
 // dry_run it renders and stores, and writes nothing. It returns a short
 // outcome (the Report* constants).
-func (r *Reports) Publish(ctx context.Context, repo Repo, number int, findings []gating.ReportFinding) (string, error) {
+func (r *Reports) Publish(ctx context.Context, repo store.Repo, number int, findings []gating.ReportFinding) (string, error) {
 	fs := normFindings(findings)
 	return r.update(ctx, repo, number, func(w *reportRow) { w.findings = fs }, func(w *reportRow) bool {
 		return slices.Equal(w.findings, fs)
@@ -189,7 +163,7 @@ func (r *Reports) Publish(ctx context.Context, repo Repo, number int, findings [
 // Refuse adds a refusal line (why a /backlog command was refused; the
 // newest ReportRefusals are kept) and republishes, coalesced like any edit:
 // the line reaches the report comment even when the item has no findings.
-func (r *Reports) Refuse(ctx context.Context, repo Repo, number int, line string) (string, error) {
+func (r *Reports) Refuse(ctx context.Context, repo store.Repo, number int, line string) (string, error) {
 	line = strings.TrimSpace(line)
 	if line == "" {
 		return "", errors.New("report refusal: empty line")
@@ -206,7 +180,7 @@ func (r *Reports) Refuse(ctx context.Context, repo Repo, number int, line string
 // comment is written again even when warden's record says GitHub has it
 // (so a comment edited or deleted by hand is restored), coalesced like any
 // edit. An item with nothing to report and no comment gets none.
-func (r *Reports) Refresh(ctx context.Context, repo Repo, number int) (string, error) {
+func (r *Reports) Refresh(ctx context.Context, repo store.Repo, number int) (string, error) {
 	return r.update(ctx, repo, number, func(w *reportRow) {
 		if w.commentID != 0 {
 			w.writtenHash = "" // unknown: write it again
@@ -241,7 +215,7 @@ func (r *Reports) Flush(ctx context.Context) (int, error) {
 		return 0, fmt.Errorf("flush reports: %w", err)
 	}
 	type due struct {
-		repo   Repo
+		repo   store.Repo
 		number int
 	}
 	var dues []due
@@ -282,7 +256,7 @@ func (r *Reports) Flush(ctx context.Context) (int, error) {
 // update applies change to the item's row and republishes. same, when not
 // nil, reports whether change would leave the row as it is: then a read
 // alone can answer "nothing to do" without a write transaction.
-func (r *Reports) update(ctx context.Context, repo Repo, number int, change func(*reportRow), same func(*reportRow) bool) (string, error) {
+func (r *Reports) update(ctx context.Context, repo store.Repo, number int, change func(*reportRow), same func(*reportRow) bool) (string, error) {
 	if number <= 0 {
 		return "", fmt.Errorf("report comment: issue number %d", number)
 	}
@@ -299,7 +273,7 @@ func (r *Reports) update(ctx context.Context, repo Repo, number int, change func
 
 // quick answers from a read when nothing would change: no comment and
 // nothing to report, or the same findings already on GitHub.
-func (r *Reports) quick(ctx context.Context, repo Repo, number int, change func(*reportRow), same func(*reportRow) bool) (string, bool, error) {
+func (r *Reports) quick(ctx context.Context, repo store.Repo, number int, change func(*reportRow), same func(*reportRow) bool) (string, bool, error) {
 	w, found, err := r.load(ctx, r.db.Read, repo.ID, number, false)
 	if err != nil {
 		return "", false, err
@@ -329,7 +303,7 @@ func (r *Reports) render(w *reportRow) string {
 // when the decision is to write now, and records the result. change (may be
 // nil) edits the desired state first. flush: only a pending edit that is due
 // is written.
-func (r *Reports) run(ctx context.Context, repo Repo, number int, change func(*reportRow), flush bool) (string, error) {
+func (r *Reports) run(ctx context.Context, repo store.Repo, number int, change func(*reportRow), flush bool) (string, error) {
 	settings := r.settings(ctx, repo) // before the transaction: it may read the database
 	var plan *reportWrite
 	out, err := r.writeTx(ctx, func(tx *sql.Tx) (string, error) {

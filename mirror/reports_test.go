@@ -17,6 +17,7 @@ import (
 	"github.com/wardenhq/warden/gating"
 	"github.com/wardenhq/warden/internal/db"
 	"github.com/wardenhq/warden/internal/ghsim"
+	"github.com/wardenhq/warden/mirror/store"
 )
 
 var _ ReportSink = (*Reports)(nil)
@@ -59,7 +60,7 @@ type reportEnv struct {
 	ctx    context.Context
 	sim    *ghsim.Sim
 	ghRepo *ghsim.Repo
-	repo   Repo
+	repo   store.Repo
 	rt     *countingRT
 	clock  *fakeClock
 	r      *Reports
@@ -97,10 +98,10 @@ func newReportEnv(t *testing.T) *reportEnv {
 	}
 	e := &reportEnv{t: t, ctx: ctx, sim: sim, ghRepo: ghRepo, rt: rt, r: r, d: d,
 		clock: clock,
-		repo:  Repo{ID: ghRepo.ID, FullName: "acme/app", Installation: inst.ID, DefaultBranch: "main"}}
+		repo:  store.Repo{ID: ghRepo.ID, FullName: "acme/app", Installation: inst.ID, DefaultBranch: "main"}}
 	r.Now, r.StatusHint, r.Bot = e.clock.Now, reportStatus, sim.BotLogin
-	r.Settings = func(context.Context, Repo) RepoSettings {
-		s := DefaultSettings()
+	r.Settings = func(context.Context, store.Repo) gating.Settings {
+		s := gating.DefaultSettings()
 		s.DryRun = e.dry.Load()
 		return s
 	}
@@ -635,7 +636,7 @@ func TestReportRejectsBadInput(t *testing.T) {
 	if _, err := e.r.Publish(e.ctx, e.repo, 0, []gating.ReportFinding{fCycle}); err == nil {
 		t.Errorf("issue 0 accepted")
 	}
-	if _, err := e.r.Publish(e.ctx, Repo{ID: 1}, 3, []gating.ReportFinding{fCycle}); err == nil {
+	if _, err := e.r.Publish(e.ctx, store.Repo{ID: 1}, 3, []gating.ReportFinding{fCycle}); err == nil {
 		t.Errorf("a repository without a name accepted")
 	}
 }

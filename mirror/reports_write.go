@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-github/v66/github"
 	"github.com/wardenhq/warden/gating"
+	"github.com/wardenhq/warden/mirror/store"
 )
 
 // write makes the decided write on GitHub and records it.
@@ -103,7 +104,7 @@ func (r *Reports) findReport(ctx context.Context, client *github.Client, owner, 
 	return id, nil
 }
 
-func (r *Reports) deleteComment(ctx context.Context, repo Repo, id int64) error {
+func (r *Reports) deleteComment(ctx context.Context, repo store.Repo, id int64) error {
 	client, err := r.gh.Installation(repo.Installation)
 	if err != nil {
 		return fmt.Errorf("installation %d client: %w", repo.Installation, err)
@@ -194,7 +195,7 @@ func (r *Reports) writeTx(ctx context.Context, fn func(tx *sql.Tx) (string, erro
 
 // load reads an item's row; lock takes its row lock on PostgreSQL (on
 // SQLite the write transaction already excludes other writers).
-func (r *Reports) load(ctx context.Context, q querier, repoID int64, number int, lock bool) (*reportRow, bool, error) {
+func (r *Reports) load(ctx context.Context, q store.Querier, repoID int64, number int, lock bool) (*reportRow, bool, error) {
 	query := `SELECT full_name, installation, default_branch, comment_id, body, written_hash, written_at,
 		findings_json, refusals_json, pending, due_at, lease_owner, lease_until
 		FROM report_comments WHERE repo_id = $1 AND number = $2`

@@ -57,7 +57,7 @@ type SettingsProblem struct {
 //   - a field the file leaves out, or sets to null: the default.
 //
 // Whether the result takes effect is DecideSettingsChange's to say.
-func ParseSettingsFile(data []byte, lastGood RepoSettings) (RepoSettings, []SettingsProblem) {
+func ParseSettingsFile(data []byte, lastGood gating.Settings) (gating.Settings, []SettingsProblem) {
 	lastGood = withDefaults(lastGood)
 	if len(data) > MaxSettingsFileSize {
 		return lastGood, []SettingsProblem{{SettingsInvalid, "", fmt.Sprintf("%s is %d bytes, over the %d warden reads; every setting keeps its last good value", SettingsPath, len(data), MaxSettingsFileSize)}}
@@ -67,12 +67,12 @@ func ParseSettingsFile(data []byte, lastGood RepoSettings) (RepoSettings, []Sett
 		return lastGood, []SettingsProblem{{SettingsInvalid, "", fmt.Sprintf("%s cannot be read as YAML settings (%s); every setting keeps its last good value", SettingsPath, oneLine(err.Error()))}}
 	}
 	if root == nil || isNull(root) {
-		return DefaultSettings(), nil
+		return gating.DefaultSettings(), nil
 	}
 	if root.Kind != yaml.MappingNode {
 		return lastGood, []SettingsProblem{{SettingsInvalid, "", fmt.Sprintf("%s must be a mapping of settings, not %s; every setting keeps its last good value", SettingsPath, describe(root))}}
 	}
-	p := settingsParser{out: DefaultSettings(), last: lastGood}
+	p := settingsParser{out: gating.DefaultSettings(), last: lastGood}
 	p.mapping(root, "")
 	p.checkLabels()
 	return p.out, p.problems
@@ -103,8 +103,8 @@ func loadOneDocument(data []byte) (*yaml.Node, error) {
 // settingField is one leaf setting: how to read it into the settings, and
 // how to put back its last good value.
 type settingField struct {
-	set  func(s *RepoSettings, n *yaml.Node) error
-	keep func(s *RepoSettings, last RepoSettings)
+	set  func(s *gating.Settings, n *yaml.Node) error
+	keep func(s *gating.Settings, last gating.Settings)
 }
 
 // settingGroups are the keys that hold a mapping of settings.
@@ -112,55 +112,55 @@ var settingGroups = []string{"labels", "defaults"}
 
 // settingFields are the leaf settings by dotted key.
 var settingFields = map[string]settingField{
-	"labels.item":       stringField(func(s *RepoSettings) *string { return &s.ItemLabel }, labelValue),
-	"labels.admission":  stringField(func(s *RepoSettings) *string { return &s.AdmissionLabel }, labelValue),
-	"labels.parked":     stringField(func(s *RepoSettings) *string { return &s.ParkedLabel }, labelValue),
-	"ruling_owner":      stringField(func(s *RepoSettings) *string { return &s.RulingOwner }, rulingOwnerValue),
-	"defaults.priority": stringField(func(s *RepoSettings) *string { return &s.DefaultPriority }, choice("P0", "P1", "P2", "P3")),
-	"defaults.phase":    stringField(func(s *RepoSettings) *string { return &s.DefaultPhase }, choice(gating.Phases...)),
+	"labels.item":       stringField(func(s *gating.Settings) *string { return &s.ItemLabel }, labelValue),
+	"labels.admission":  stringField(func(s *gating.Settings) *string { return &s.AdmissionLabel }, labelValue),
+	"labels.parked":     stringField(func(s *gating.Settings) *string { return &s.ParkedLabel }, labelValue),
+	"ruling_owner":      stringField(func(s *gating.Settings) *string { return &s.RulingOwner }, rulingOwnerValue),
+	"defaults.priority": stringField(func(s *gating.Settings) *string { return &s.DefaultPriority }, choice("P0", "P1", "P2", "P3")),
+	"defaults.phase":    stringField(func(s *gating.Settings) *string { return &s.DefaultPhase }, choice(gating.Phases...)),
 	"poison_threshold": {
-		set:  func(s *RepoSettings, n *yaml.Node) (err error) { s.PoisonThreshold, err = thresholdValue(n); return },
-		keep: func(s *RepoSettings, l RepoSettings) { s.PoisonThreshold = l.PoisonThreshold },
+		set:  func(s *gating.Settings, n *yaml.Node) (err error) { s.PoisonThreshold, err = thresholdValue(n); return },
+		keep: func(s *gating.Settings, l gating.Settings) { s.PoisonThreshold = l.PoisonThreshold },
 	},
 	"agents": {
-		set:  func(s *RepoSettings, n *yaml.Node) (err error) { s.Agents, err = agentsValue(n); return },
-		keep: func(s *RepoSettings, l RepoSettings) { s.Agents = slices.Clone(l.Agents) },
+		set:  func(s *gating.Settings, n *yaml.Node) (err error) { s.Agents, err = agentsValue(n); return },
+		keep: func(s *gating.Settings, l gating.Settings) { s.Agents = slices.Clone(l.Agents) },
 	},
-	"check_run":    boolField(func(s *RepoSettings) *bool { return &s.CheckRun }),
-	"require_item": boolField(func(s *RepoSettings) *bool { return &s.RequireItem }),
-	"dashboard":    boolField(func(s *RepoSettings) *bool { return &s.Dashboard }),
-	"post_markers": boolField(func(s *RepoSettings) *bool { return &s.PostMarkers }),
-	"dry_run":      boolField(func(s *RepoSettings) *bool { return &s.DryRun }),
+	"check_run":    boolField(func(s *gating.Settings) *bool { return &s.CheckRun }),
+	"require_item": boolField(func(s *gating.Settings) *bool { return &s.RequireItem }),
+	"dashboard":    boolField(func(s *gating.Settings) *bool { return &s.Dashboard }),
+	"post_markers": boolField(func(s *gating.Settings) *bool { return &s.PostMarkers }),
+	"dry_run":      boolField(func(s *gating.Settings) *bool { return &s.DryRun }),
 }
 
-func stringField(f func(s *RepoSettings) *string, read func(*yaml.Node) (string, error)) settingField {
+func stringField(f func(s *gating.Settings) *string, read func(*yaml.Node) (string, error)) settingField {
 	return settingField{
-		set: func(s *RepoSettings, n *yaml.Node) (err error) {
+		set: func(s *gating.Settings, n *yaml.Node) (err error) {
 			v, err := read(n)
 			if err == nil {
 				*f(s) = v
 			}
 			return err
 		},
-		keep: func(s *RepoSettings, l RepoSettings) { *f(s) = *f(&l) },
+		keep: func(s *gating.Settings, l gating.Settings) { *f(s) = *f(&l) },
 	}
 }
 
-func boolField(f func(s *RepoSettings) *bool) settingField {
+func boolField(f func(s *gating.Settings) *bool) settingField {
 	return settingField{
-		set: func(s *RepoSettings, n *yaml.Node) error {
+		set: func(s *gating.Settings, n *yaml.Node) error {
 			if n.Kind != yaml.ScalarNode || n.Tag != "!!bool" {
 				return fmt.Errorf("must be true or false")
 			}
 			return n.Decode(f(s))
 		},
-		keep: func(s *RepoSettings, l RepoSettings) { *f(s) = *f(&l) },
+		keep: func(s *gating.Settings, l gating.Settings) { *f(s) = *f(&l) },
 	}
 }
 
 // settingsParser walks the file's mapping.
 type settingsParser struct {
-	out, last RepoSettings
+	out, last gating.Settings
 	problems  []SettingsProblem
 	explicit  map[string]bool // labels the file set
 }
@@ -259,18 +259,18 @@ func (p *settingsParser) checkLabels() {
 	}
 	fallback := p.last
 	if labelsClash(fallback) {
-		fallback = DefaultSettings()
+		fallback = gating.DefaultSettings()
 	}
 	p.out.ItemLabel, p.out.AdmissionLabel, p.out.ParkedLabel = fallback.ItemLabel, fallback.AdmissionLabel, fallback.ParkedLabel
 	p.problem(field, "%s (label names compare case-insensitively; the three labels must differ); the labels keep their last good values %s, %s and %s",
 		strings.Join(clashes, "; "), quote(fallback.ItemLabel), quote(fallback.AdmissionLabel), quote(fallback.ParkedLabel))
 }
 
-func labelNames(s RepoSettings) [][2]string {
+func labelNames(s gating.Settings) [][2]string {
 	return [][2]string{{"labels.item", s.ItemLabel}, {"labels.admission", s.AdmissionLabel}, {"labels.parked", s.ParkedLabel}}
 }
 
-func labelsClash(s RepoSettings) bool {
+func labelsClash(s gating.Settings) bool {
 	return strings.EqualFold(s.ItemLabel, s.AdmissionLabel) || strings.EqualFold(s.ItemLabel, s.ParkedLabel) ||
 		strings.EqualFold(s.AdmissionLabel, s.ParkedLabel)
 }
@@ -278,8 +278,8 @@ func labelsClash(s RepoSettings) bool {
 // withDefaults fills the fields of lastGood that no valid file leaves
 // empty from the defaults; a lastGood with no labels at all (the zero
 // value: the caller had none) is the defaults.
-func withDefaults(s RepoSettings) RepoSettings {
-	def := DefaultSettings()
+func withDefaults(s gating.Settings) gating.Settings {
+	def := gating.DefaultSettings()
 	if s.ItemLabel == "" && s.AdmissionLabel == "" && s.ParkedLabel == "" {
 		return def
 	}
@@ -457,7 +457,7 @@ func suggest(key string) string {
 }
 
 // lastValue renders the value a field keeps.
-func lastValue(key string, last RepoSettings) string {
+func lastValue(key string, last gating.Settings) string {
 	for _, v := range settingValues(last) {
 		if v[0] == key {
 			return " " + v[1]
@@ -488,7 +488,7 @@ func sortedKeys[V any](m map[string]V) []string {
 type settingChange struct{ field, from, to string }
 
 // settingValues renders every field, in the file's order.
-func settingValues(s RepoSettings) [][2]string {
+func settingValues(s gating.Settings) [][2]string {
 	return [][2]string{
 		{"labels.item", quote(s.ItemLabel)},
 		{"labels.admission", quote(s.AdmissionLabel)},
@@ -508,7 +508,7 @@ func settingValues(s RepoSettings) [][2]string {
 
 // settingsDiff lists the fields that differ, in the file's order. agents
 // compare as a set, case-insensitively.
-func settingsDiff(a, b RepoSettings) []settingChange {
+func settingsDiff(a, b gating.Settings) []settingChange {
 	var out []settingChange
 	av, bv := settingValues(a), settingValues(b)
 	for i := range av {
@@ -556,7 +556,7 @@ func loginList(l []string) string {
 // changed is reported settings-changed-by-agent (naming the field, its
 // value and the value it would have taken), and the file's own problems are
 // reported too (the file on the default branch is what a human will fix).
-func DecideSettingsChange(current, proposed RepoSettings, problems []SettingsProblem, byHuman bool) (RepoSettings, []SettingsProblem) {
+func DecideSettingsChange(current, proposed gating.Settings, problems []SettingsProblem, byHuman bool) (gating.Settings, []SettingsProblem) {
 	if byHuman {
 		proposed.Agents = slices.Clone(proposed.Agents)
 		return proposed, slices.Clone(problems)

@@ -15,32 +15,8 @@ import (
 
 	"github.com/wardenhq/warden/gating"
 	"github.com/wardenhq/warden/internal/db"
+	"github.com/wardenhq/warden/mirror/store"
 )
-
-// settingsMigrations is the settings store's schema (component "settings"),
-// portable to SQLite and PostgreSQL. One row per served repository:
-//
-//   - settings_json: the settings in effect; problems_json: the findings
-//     shown for them (settings-invalid, settings-changed-by-agent);
-//   - source_sha, pushed_at (unix seconds, GitHub's clock), changed_by: the
-//     push whose file is in effect ("" and 0 when it was read by Load, or
-//     for the defaults);
-//   - pending_json: the latest push not made by a human that touched the
-//     file after that one, with the file it brought ("" for none): it is
-//     what the default branch holds and what the findings judge, and it
-//     orders later deliveries;
-//   - version: bumped on every write, so that writers on several replicas
-//     never overwrite each other's result (optimistic concurrency).
-var settingsMigrations = []db.Migration{{Version: 1, SQL: `CREATE TABLE repo_settings (
-	repo_id BIGINT NOT NULL PRIMARY KEY,
-	settings_json TEXT NOT NULL,
-	problems_json TEXT NOT NULL,
-	source_sha TEXT NOT NULL,
-	pushed_at BIGINT NOT NULL,
-	changed_by TEXT NOT NULL,
-	pending_json TEXT NOT NULL,
-	version BIGINT NOT NULL,
-	updated_at BIGINT NOT NULL)`}}
 
 // settingsCacheTTL is how long Get trusts its in-memory copy before it reads
 // the table again (another replica may have applied a push meanwhile).
@@ -77,7 +53,7 @@ type SettingsStore struct {
 }
 
 type settingsCached struct {
-	settings RepoSettings
+	settings gating.Settings
 	problems []SettingsProblem
 	found    bool
 	at       time.Time
@@ -103,7 +79,7 @@ type SettingsPush struct {
 // may be nil for a store that only migrates or reads (Load and OnPush then
 // fail); agents are the WARDEN_AGENTS logins.
 func OpenSettingsStore(ctx context.Context, d *db.DB, gh Clients, agents []string, log *slog.Logger) (*SettingsStore, error) {
-	if err := d.Migrate(ctx, "settings", settingsMigrations); err != nil {
+	if err := store.Migrate(ctx, d); err != nil {
 		return nil, fmt.Errorf("open the settings store: %w", err)
 	}
 	if log == nil {
@@ -117,7 +93,7 @@ func OpenSettingsStore(ctx context.Context, d *db.DB, gh Clients, agents []strin
 // answers from memory, else from the table; a repository with nothing
 // stored (not loaded yet) gets DefaultSettings, and so does one whose row
 // cannot be read and that has no copy in memory (fail-safe; logged).
-func (s *SettingsStore) Get(ctx context.Context, r Repo) RepoSettings {
+func (s *SettingsStore) Get(ctx context.Context, r store.Repo) gating.Settings {
 	c, ok := s.cached(r.ID)
 	if ok && s.now().Sub(c.at) < s.ttl {
 		return cloneSettings(c.settings)
@@ -129,11 +105,11 @@ func (s *SettingsStore) Get(ctx context.Context, r Repo) RepoSettings {
 			return cloneSettings(c.settings)
 		}
 		s.log.Warn("settings: reading the table failed; using the defaults", "repo", r.FullName, "err", err)
-		return DefaultSettings()
+		return gating.DefaultSettings()
 	}
 	s.remember(r.ID, rec, found)
 	if !found {
-		return DefaultSettings()
+		return gating.DefaultSettings()
 	}
 	return cloneSettings(rec.settings)
 }
@@ -177,7 +153,7 @@ func (s *SettingsStore) Forget(ctx context.Context, repoID int64) error {
 // settings-changed-by-agent is reported until a human pushes the file); a
 // file that agrees with them refreshes its problems. A GitHub error changes
 // nothing and is returned.
-func (s *SettingsStore) Load(ctx context.Context, r Repo) (string, error) {
+func (s *SettingsStore) Load(ctx context.Context, r store.Repo) (string, error) {
 	gh, err := s.client(r)
 	if err != nil {
 		return "", err
@@ -239,7 +215,7 @@ func (s *SettingsStore) Load(ctx context.Context, r Repo) (string, error) {
 // (pushed_at, or for two in the same second the commit graph) is ignored.
 // A GitHub or database error changes nothing and is returned (the
 // dispatcher retries).
-func (s *SettingsStore) OnPush(ctx context.Context, r Repo, p SettingsPush) (string, error) {
+func (s *SettingsStore) OnPush(ctx context.Context, r store.Repo, p SettingsPush) (string, error) {
 	branch, isBranch := strings.CutPrefix(p.Ref, "refs/heads/")
 	if r.DefaultBranch == "" {
 		return "", fmt.Errorf("settings of %s: no default branch recorded for the repository", r.FullName)
@@ -272,7 +248,7 @@ func (s *SettingsStore) OnPush(ctx context.Context, r Repo, p SettingsPush) (str
 
 // onPushOnce judges one push against the row as read now; done is false
 // when another writer changed the row first (try again).
-func (s *SettingsStore) onPushOnce(ctx context.Context, gh *github.Client, r Repo, p SettingsPush) (outcome string, done bool, err error) {
+func (s *SettingsStore) onPushOnce(ctx context.Context, gh *github.Client, r store.Repo, p SettingsPush) (outcome string, done bool, err error) {
 	prev, found, err := s.read(ctx, r.ID)
 	if err != nil {
 		return "", false, err
@@ -362,7 +338,7 @@ func (s *SettingsStore) onPushOnce(ctx context.Context, gh *github.Client, r Rep
 // pushed_at (seconds); two in the same second by the commit graph (one
 // compare GET). With nothing recorded, or no time to compare, p is later
 // (the latest delivery wins); so is a push that diverged (a force push).
-func (s *SettingsStore) order(ctx context.Context, gh *github.Client, r Repo, sha string, at int64, p SettingsPush) (int, error) {
+func (s *SettingsStore) order(ctx context.Context, gh *github.Client, r store.Repo, sha string, at int64, p SettingsPush) (int, error) {
 	switch {
 	case sha == "":
 		return 1, nil
@@ -455,10 +431,10 @@ type settingsFile struct {
 }
 
 // parse reads the file against the settings last in effect.
-func (f settingsFile) parse(lastGood RepoSettings) (RepoSettings, []SettingsProblem) {
+func (f settingsFile) parse(lastGood gating.Settings) (gating.Settings, []SettingsProblem) {
 	switch {
 	case f.Absent:
-		return DefaultSettings(), nil
+		return gating.DefaultSettings(), nil
 	case f.Unreadable != "":
 		return withDefaults(lastGood), []SettingsProblem{{SettingsInvalid, "", f.Unreadable}}
 	}
@@ -468,7 +444,7 @@ func (f settingsFile) parse(lastGood RepoSettings) (RepoSettings, []SettingsProb
 // fetch reads SettingsPath at ref ("" = the default branch) with one
 // contents GET. 404 is an absent file; 404 for a commit GitHub does not
 // know, and any other failure, is an error.
-func (s *SettingsStore) fetch(ctx context.Context, gh *github.Client, r Repo, ref string) (settingsFile, error) {
+func (s *SettingsStore) fetch(ctx context.Context, gh *github.Client, r store.Repo, ref string) (settingsFile, error) {
 	owner, name, ok := strings.Cut(r.FullName, "/")
 	if !ok {
 		return settingsFile{}, fmt.Errorf("read %s: repository name %q is not OWNER/REPO", SettingsPath, r.FullName)
@@ -506,7 +482,7 @@ func (s *SettingsStore) fetch(ctx context.Context, gh *github.Client, r Repo, re
 	return settingsFile{Content: []byte(content)}, nil
 }
 
-func (s *SettingsStore) client(r Repo) (*github.Client, error) {
+func (s *SettingsStore) client(r store.Repo) (*github.Client, error) {
 	if s.gh == nil {
 		return nil, fmt.Errorf("settings of %s: the store has no GitHub client", r.FullName)
 	}
@@ -535,11 +511,11 @@ func shortSHA(sha string) string {
 	return cut(sha, 7)
 }
 
-func describeLoaded(f settingsFile, s RepoSettings, problems []SettingsProblem) string {
+func describeLoaded(f settingsFile, s gating.Settings, problems []SettingsProblem) string {
 	if f.Absent {
 		return "no " + SettingsPath + "; the defaults apply"
 	}
-	changes := settingsDiff(DefaultSettings(), s)
+	changes := settingsDiff(gating.DefaultSettings(), s)
 	if len(changes) == 0 {
 		return "the defaults" + problemCount(problems)
 	}

@@ -20,8 +20,10 @@ import (
 	"github.com/google/go-github/v66/github"
 
 	"github.com/wardenhq/warden/app"
+	"github.com/wardenhq/warden/gating"
 	"github.com/wardenhq/warden/internal/db"
 	"github.com/wardenhq/warden/internal/ghsim"
+	"github.com/wardenhq/warden/mirror/store"
 )
 
 // ---- harness: the simulator over real HTTP, a counting transport, a store ----
@@ -71,7 +73,7 @@ type settingsEnv struct {
 	dbPath string
 	d      *db.DB
 	store  *SettingsStore
-	repo   Repo
+	repo   store.Repo
 
 	mu     sync.Mutex
 	pushes []SettingsPush // every push delivery the simulator sent, parsed
@@ -111,7 +113,7 @@ func newSettingsEnv(t *testing.T) *settingsEnv {
 	}
 	in := sim.Install("acme", "installer")
 	e.ghRepo = sim.AddRepo(in, "acme/app", "main")
-	e.repo = Repo{ID: e.ghRepo.ID, FullName: "acme/app", Installation: in.ID, DefaultBranch: "main"}
+	e.repo = store.Repo{ID: e.ghRepo.ID, FullName: "acme/app", Installation: in.ID, DefaultBranch: "main"}
 	e.dbPath = filepath.Join(t.TempDir(), "settings.db")
 	e.reopen()
 	t.Cleanup(func() { e.d.Close() })
@@ -201,8 +203,8 @@ func codes(ps []SettingsProblem) []string {
 
 func threshold(n int) string { return fmt.Sprintf("poison_threshold: %d\n", n) }
 
-func withThreshold(n int) RepoSettings {
-	s := DefaultSettings()
+func withThreshold(n int) gating.Settings {
+	s := gating.DefaultSettings()
 	s.PoisonThreshold = n
 	return s
 }
@@ -210,22 +212,22 @@ func withThreshold(n int) RepoSettings {
 // ---- Load and Get ----
 
 func TestSettingsLoad(t *testing.T) {
-	valid := DefaultSettings()
+	valid := gating.DefaultSettings()
 	valid.ItemLabel, valid.PoisonThreshold, valid.Agents, valid.Dashboard = "task", 5, []string{"helper"}, true
 	cases := []struct {
 		name     string
 		file     string // "" = no file
-		want     RepoSettings
+		want     gating.Settings
 		problems []string
 		outcome  string
 	}{
-		{name: "absent file is the defaults", want: DefaultSettings(), problems: []string{}, outcome: "no .github/backlog.yml"},
+		{name: "absent file is the defaults", want: gating.DefaultSettings(), problems: []string{}, outcome: "no .github/backlog.yml"},
 		{name: "valid file takes effect", file: "labels:\n  item: task\npoison_threshold: 5\nagents: [helper]\ndashboard: true\n",
 			want: valid, problems: []string{}, outcome: "poison_threshold 3 → 5"},
-		{name: "malformed file keeps the defaults", file: "labels: [\n", want: DefaultSettings(),
+		{name: "malformed file keeps the defaults", file: "labels: [\n", want: gating.DefaultSettings(),
 			problems: []string{SettingsInvalid}, outcome: "1 problem"},
 		{name: "invalid field keeps its default, others count", file: "poison_threshold: lots\ndry_run: true\n",
-			want:     func() RepoSettings { s := DefaultSettings(); s.DryRun = true; return s }(),
+			want:     func() gating.Settings { s := gating.DefaultSettings(); s.DryRun = true; return s }(),
 			problems: []string{SettingsInvalid + " poison_threshold"}, outcome: "dry_run false → true"},
 	}
 	for _, c := range cases {
@@ -235,7 +237,7 @@ func TestSettingsLoad(t *testing.T) {
 				e.push("alice", "main", map[string]string{SettingsPath: c.file})
 			}
 			before := e.calls.total.Load()
-			if got := e.store.Get(e.ctx, e.repo); !reflect.DeepEqual(got, DefaultSettings()) {
+			if got := e.store.Get(e.ctx, e.repo); !reflect.DeepEqual(got, gating.DefaultSettings()) {
 				t.Errorf("Get before Load = %+v, want the defaults", got)
 			}
 			if n := e.calls.total.Load() - before; n != 0 {
@@ -314,7 +316,7 @@ func TestSettingsOnPushWhoPushed(t *testing.T) {
 		initial   string // the file loaded first
 		act       act
 		recorded  string // a login IsRecordedAgent names
-		want      RepoSettings
+		want      gating.Settings
 		problems  []string
 		outcome   string
 		wantHuman bool
@@ -333,13 +335,13 @@ func TestSettingsOnPushWhoPushed(t *testing.T) {
 		{name: "WARDEN_AGENTS login push is refused", act: pushAs("agent-7", threshold(7)), want: withThreshold(5), problems: refused,
 			outcome: "agent-7 is a configured agent"},
 		{name: "repository agents: login push is refused", initial: threshold(5) + "agents: [helper]\n",
-			act: pushAs("helper", threshold(7)+"agents: [helper]\n"), want: func() RepoSettings {
+			act: pushAs("helper", threshold(7)+"agents: [helper]\n"), want: func() gating.Settings {
 				s := withThreshold(5)
 				s.Agents = []string{"helper"}
 				return s
 			}(), problems: refused, outcome: "helper is a configured agent"},
 		{name: "an agent cannot leave agents: in its own push", initial: threshold(5) + "agents: [helper]\n",
-			act: pushAs("helper", threshold(7)), want: func() RepoSettings {
+			act: pushAs("helper", threshold(7)), want: func() gating.Settings {
 				s := withThreshold(5)
 				s.Agents = []string{"helper"}
 				return s
@@ -355,9 +357,9 @@ func TestSettingsOnPushWhoPushed(t *testing.T) {
 		{name: "human push of malformed YAML keeps the last good", act: pushAs("alice", "poison_threshold: [\n"),
 			want: withThreshold(5), problems: []string{SettingsInvalid}, outcome: "1 problem"},
 		{name: "human push of one bad field keeps its last good value", act: pushAs("alice", "poison_threshold: -1\ndashboard: true\n"),
-			want:     func() RepoSettings { s := withThreshold(5); s.Dashboard = true; return s }(),
+			want:     func() gating.Settings { s := withThreshold(5); s.Dashboard = true; return s }(),
 			problems: []string{SettingsInvalid + " poison_threshold"}, outcome: "dashboard false → true"},
-		{name: "human deleting the file restores the defaults", act: pushAs("alice", ""), want: DefaultSettings(), problems: []string{},
+		{name: "human deleting the file restores the defaults", act: pushAs("alice", ""), want: gating.DefaultSettings(), problems: []string{},
 			outcome: "poison_threshold 5 → 3"},
 		{name: "bot deleting the file is refused", act: pushAs("worker[bot]", ""), want: withThreshold(5), problems: refused,
 			outcome: "refused"},
@@ -585,13 +587,13 @@ func TestSettingsSurviveRestart(t *testing.T) {
 	}
 }
 
-// Every RepoSettings field survives the table.
+// Every gating.Settings field survives the table.
 func TestSettingsRoundTripEveryField(t *testing.T) {
 	e := newSettingsEnv(t)
-	s := RepoSettings{ItemLabel: "i", AdmissionLabel: "a", ParkedLabel: "p", PoisonThreshold: 9, Agents: []string{"x", "y"},
+	s := gating.Settings{ItemLabel: "i", AdmissionLabel: "a", ParkedLabel: "p", PoisonThreshold: 9, Agents: []string{"x", "y"},
 		RulingOwner: "boss", DefaultPriority: "P0", DefaultPhase: "research", CheckRun: false, RequireItem: true,
 		Dashboard: true, PostMarkers: true, DryRun: true}
-	def := reflect.ValueOf(DefaultSettings())
+	def := reflect.ValueOf(gating.DefaultSettings())
 	v := reflect.ValueOf(s)
 	for i := 0; i < v.NumField(); i++ {
 		if reflect.DeepEqual(v.Field(i).Interface(), def.Field(i).Interface()) {
@@ -663,7 +665,7 @@ func TestSettingsForget(t *testing.T) {
 		t.Errorf("problems after Forget = %+v", got)
 	}
 	e.reopen()
-	if got := e.store.Get(e.ctx, e.repo); !reflect.DeepEqual(got, DefaultSettings()) {
+	if got := e.store.Get(e.ctx, e.repo); !reflect.DeepEqual(got, gating.DefaultSettings()) {
 		t.Errorf("Get after Forget and restart = %+v, want the defaults", got)
 	}
 }
@@ -716,7 +718,7 @@ func TestSettingsGitHubErrors(t *testing.T) {
 	if err := f.d.Read.QueryRow(`SELECT COUNT(*) FROM repo_settings`).Scan(&n); err != nil || n != 0 {
 		t.Errorf("rows after a failed Load: %d (%v), want 0", n, err)
 	}
-	if got := f.store.Get(f.ctx, f.repo); !reflect.DeepEqual(got, DefaultSettings()) {
+	if got := f.store.Get(f.ctx, f.repo); !reflect.DeepEqual(got, gating.DefaultSettings()) {
 		t.Errorf("Get after a failed Load = %+v, want the defaults", got)
 	}
 }
@@ -748,7 +750,7 @@ func TestSettingsUndecodableContent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := Repo{ID: 1, FullName: "acme/app", Installation: 1, DefaultBranch: "main"}
+	r := store.Repo{ID: 1, FullName: "acme/app", Installation: 1, DefaultBranch: "main"}
 	if _, err := s.Load(ctx, r); err != nil {
 		t.Fatal(err)
 	}

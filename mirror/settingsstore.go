@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/wardenhq/warden/gating"
 )
 
 // settingsRecord is one row of repo_settings.
 type settingsRecord struct {
-	settings  RepoSettings
+	settings  gating.Settings
 	problems  []SettingsProblem
 	sourceSHA string
 	pushedAt  int64
@@ -40,12 +42,12 @@ func (s *SettingsStore) read(ctx context.Context, repoID int64) (rec settingsRec
 		FROM repo_settings WHERE repo_id = $1`, repoID).Scan(&settingsJSON, &problemsJSON, &rec.sourceSHA, &rec.pushedAt,
 		&rec.changedBy, &pendingJSON, &rec.version)
 	if errors.Is(err, sql.ErrNoRows) {
-		return settingsRecord{settings: DefaultSettings()}, false, nil
+		return settingsRecord{settings: gating.DefaultSettings()}, false, nil
 	}
 	if err != nil {
 		return settingsRecord{}, false, fmt.Errorf("read the settings of repository %d: %w", repoID, err)
 	}
-	rec.settings = DefaultSettings() // a field the stored JSON lacks (an older warden's) keeps its default
+	rec.settings = gating.DefaultSettings() // a field the stored JSON lacks (an older warden's) keeps its default
 	if err := json.Unmarshal([]byte(settingsJSON), &rec.settings); err != nil {
 		return settingsRecord{}, false, fmt.Errorf("read the settings of repository %d: settings_json: %w", repoID, err)
 	}
@@ -124,7 +126,7 @@ func (s *SettingsStore) remember(repoID int64, rec settingsRecord, found bool) {
 	s.cache[repoID] = settingsCached{settings: cloneSettings(rec.settings), problems: slices.Clone(rec.problems), found: found, at: s.now()}
 }
 
-func cloneSettings(s RepoSettings) RepoSettings {
+func cloneSettings(s gating.Settings) gating.Settings {
 	s.Agents = slices.Clone(s.Agents)
 	return s
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/wardenhq/warden/gating"
+	"github.com/wardenhq/warden/mirror/store"
 )
 
 // settleItem brings one item's GitHub side in step with what its ledger
@@ -17,10 +18,10 @@ import (
 // the label (unless a human removed it: then it is unparked); and the
 // report comment is brought up to date. It reads the ledger only; GitHub is
 // called only for a change.
-func (m *Mirror) settleItem(ctx context.Context, repo Repo, n int) (string, error) {
+func (m *Mirror) settleItem(ctx context.Context, repo store.Repo, n int) (string, error) {
 	id := gating.IDFor(n)
 	rs, err := m.Ledger.ClaimSnapshot(ctx, repo.ID, id)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return "", nil
 	} else if err != nil {
 		return "", err
@@ -30,7 +31,7 @@ func (m *Mirror) settleItem(ctx context.Context, repo Repo, n int) (string, erro
 	var outs []string
 	if tr, ok := rs.Trails[id]; ok {
 		for _, login := range tr.NewAgents {
-			fresh, err := m.Acts.RecordAgent(ctx, repo.ID, login, AgentRecorded,
+			fresh, err := m.Acts.RecordAgent(ctx, repo.ID, login, store.AgentRecorded,
 				fmt.Sprintf("%s posted a backlog-worker marker on %s", login, id), m.now())
 			if err != nil {
 				return "", err
@@ -93,12 +94,12 @@ func (m *Mirror) settleItem(ctx context.Context, repo Repo, n int) (string, erro
 // parkStep is the parking ladder's step for one item of a computed ready
 // set: park a poisoned item, finish a park left half-written, or give a
 // parked item its label.
-func (m *Mirror) parkStep(ctx context.Context, repo Repo, set RepoSettings, rs *RepoSnapshot, res gating.Result, it *Item) (string, error) {
+func (m *Mirror) parkStep(ctx context.Context, repo store.Repo, set gating.Settings, rs *store.RepoSnapshot, res gating.Result, it *store.Item) (string, error) {
 	if it == nil {
 		return "", nil
 	}
 	n := it.ID.Number()
-	if !it.hasTag("state:parked") {
+	if !it.HasTag("state:parked") {
 		for _, d := range res.Defects {
 			if d.Code == gating.ExPoisoned && d.Item == it.ID {
 				attempts := 0
@@ -116,7 +117,7 @@ func (m *Mirror) parkStep(ctx context.Context, repo Repo, set RepoSettings, rs *
 	if err != nil {
 		return "", err
 	}
-	if rec != nil && rec.Stage != ParkCommented && !(rec.Stage == ParkLabeled && strings.TrimSpace(rec.Question) == "") {
+	if rec != nil && rec.Stage != store.ParkCommented && !(rec.Stage == store.ParkLabeled && strings.TrimSpace(rec.Question) == "") {
 		if err := m.finishPark(ctx, repo, set, n, rec); err != nil {
 			return "", err
 		}
@@ -126,7 +127,7 @@ func (m *Mirror) parkStep(ctx context.Context, repo Repo, set RepoSettings, rs *
 	if err != nil {
 		return "", err
 	}
-	if st != nil && st.State != IssueDeleted && st.State != IssueTransferred && !st.HasLabel(set.ParkedLabel) {
+	if st != nil && st.State != store.IssueDeleted && st.State != store.IssueTransferred && !st.HasLabel(set.ParkedLabel) {
 		return m.repairParkLabel(ctx, repo, set, n)
 	}
 	return "", nil
@@ -162,9 +163,9 @@ func (m *Mirror) Sweep(ctx context.Context) (int, error) {
 // sweepRepo is the timer pass over one repository: park the items poisoned
 // this epoch, finish parks left half-written, label parked items. It
 // returns what it did.
-func (m *Mirror) sweepRepo(ctx context.Context, repo Repo) ([]string, error) {
+func (m *Mirror) sweepRepo(ctx context.Context, repo store.Repo) ([]string, error) {
 	rs, err := m.Ledger.Snapshot(ctx, repo.ID)
-	if errors.Is(err, ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil
 	} else if err != nil {
 		return nil, err
@@ -181,7 +182,7 @@ func (m *Mirror) sweepRepo(ctx context.Context, repo Repo) ([]string, error) {
 	var errs []error
 	for _, c := range rs.Snapshot.Items {
 		it := rs.Items[c.Item.ID]
-		if !poisoned[it.ID] && !it.hasTag("state:parked") {
+		if !poisoned[it.ID] && !it.HasTag("state:parked") {
 			continue
 		}
 		out, err := m.parkStep(ctx, repo, set, rs, res, it)
@@ -203,16 +204,16 @@ func (m *Mirror) sweepRepo(ctx context.Context, repo Repo) ([]string, error) {
 
 // ReportSink keeps each item's report comment (Reports).
 type ReportSink interface {
-	Publish(ctx context.Context, repo Repo, number int, findings []gating.ReportFinding) (string, error)
-	Refuse(ctx context.Context, repo Repo, number int, line string) (string, error)
-	Refresh(ctx context.Context, repo Repo, number int) (string, error)
+	Publish(ctx context.Context, repo store.Repo, number int, findings []gating.ReportFinding) (string, error)
+	Refuse(ctx context.Context, repo store.Repo, number int, line string) (string, error)
+	Refresh(ctx context.Context, repo store.Repo, number int) (string, error)
 	Flush(ctx context.Context) (int, error)
 }
 
 // publishFindings sets the item's report comment to its open findings: the
 // ready set's defects about it (tags, edges, admission, poison, the trail,
 // label acts).
-func (m *Mirror) publishFindings(ctx context.Context, repo Repo, n int, defects []gating.Defect) (string, error) {
+func (m *Mirror) publishFindings(ctx context.Context, repo store.Repo, n int, defects []gating.Defect) (string, error) {
 	if m.Reports == nil {
 		return "", nil
 	}

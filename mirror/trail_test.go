@@ -15,6 +15,7 @@ import (
 	"github.com/google/go-github/v66/github"
 
 	"github.com/wardenhq/warden/gating"
+	"github.com/wardenhq/warden/mirror/store"
 )
 
 // roleClients answers the collaborator-permission endpoint from roles (a
@@ -43,11 +44,7 @@ func newTrailMirror(t *testing.T, e *env, roles map[string]string) *Mirror {
 		fmt.Fprintf(w, `{"permission":%q,"role_name":%q}`, role, role)
 	}))
 	t.Cleanup(srv.Close)
-	acts, err := OpenActs(e.ctx, e.l.db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &Mirror{Ledger: e.l, Acts: acts, GitHub: roleClients{srv.URL}, Perms: NewPermissions(), Agents: []string{"pm-agent"},
+	return &Mirror{Ledger: e.l, Acts: e.acts, GitHub: roleClients{srv.URL}, Perms: NewPermissions(), Agents: []string{"pm-agent"},
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Now: e.clock.Now}
 }
 
@@ -89,13 +86,13 @@ func (e *env) comment(t *testing.T, m *Mirror, c commentEv) string {
 	return out
 }
 
-func (e *env) trail(t *testing.T, n int) map[int64]TrailRecord {
+func (e *env) trail(t *testing.T, n int) map[int64]store.TrailRecord {
 	t.Helper()
 	rs, err := e.l.TrailComments(e.ctx, e.repo, gating.IDFor(n))
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[int64]TrailRecord{}
+	out := map[int64]store.TrailRecord{}
 	for _, r := range rs {
 		out[r.CommentID] = r
 	}
@@ -107,7 +104,7 @@ func claimLine(n int, owner string, fence int64) string {
 }
 
 func TestTrailRecording(t *testing.T) {
-	e := newEnv(t, openSQLiteLedger)
+	e := newEnv(t)
 	m := newTrailMirror(t, e, map[string]string{"bob": "write", "mallory": "read"})
 	e.create(5, tags())
 	t0 := time.Date(2030, 1, 2, 3, 0, 0, 0, time.UTC)
@@ -228,7 +225,7 @@ func TestTrailRecording(t *testing.T) {
 // TestTrailCommentEvidence: a comment by the login that posted the current
 // grant's claim marker is evidence of work; anyone else's is not.
 func TestTrailCommentEvidence(t *testing.T) {
-	e := newEnv(t, openSQLiteLedger)
+	e := newEnv(t)
 	m := newTrailMirror(t, e, nil)
 	e.create(5, tags())
 	r := e.claim(5, "w/1", 60)
@@ -243,8 +240,8 @@ func TestTrailCommentEvidence(t *testing.T) {
 	if !strings.Contains(out, fmt.Sprintf("evidence of work for fence %d", fence)) {
 		t.Fatalf("holder's comment: %q", out)
 	}
-	at, kind, err := evidenceOf(e.ctx, e.l.db.Read, e.repo, 5, fence)
-	if err != nil || kind != EvidenceComment || at != now.Add(5*time.Minute).Truncate(time.Second).UnixMilli() {
+	at, kind, err := e.l.LastEvidence(e.ctx, e.repo, 5, fence)
+	if err != nil || kind != store.EvidenceComment || at != now.Add(5*time.Minute).Truncate(time.Second).UnixMilli() {
 		t.Fatalf("evidence %d %q %v", at, kind, err)
 	}
 }

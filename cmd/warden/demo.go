@@ -15,7 +15,7 @@ import (
 
 	"github.com/wardenhq/warden/gating"
 	"github.com/wardenhq/warden/internal/harness"
-	"github.com/wardenhq/warden/mirror"
+	"github.com/wardenhq/warden/mirror/store"
 	"github.com/wardenhq/warden/webhooks"
 )
 
@@ -307,11 +307,11 @@ func stepAPICreate(ctx context.Context, d *demo) (string, error) {
 }
 
 func stepNotAdmitted(ctx context.Context, d *demo) (string, error) {
-	var c mirror.ClaimResult
+	var c store.ClaimResult
 	if _, err := d.env.API(ctx, harness.WorkerToken, http.MethodPost, "/items/"+d.pmItem+"/claim", map[string]any{"owner": "worker-7/run-1"}, &c); err != nil {
 		return "", err
 	}
-	if c.Granted || c.Reason == nil || *c.Reason != mirror.ReasonNotReady || c.Exclusion == nil || *c.Exclusion != gating.ExAwaitingAdmission {
+	if c.Granted || c.Reason == nil || *c.Reason != store.ReasonNotReady || c.Exclusion == nil || *c.Exclusion != gating.ExAwaitingAdmission {
 		return "", fmt.Errorf("the claim was not refused as awaiting admission: %+v", c)
 	}
 	return fmt.Sprintf("refused: granted false, reason %s, exclusion %s", *c.Reason, *c.Exclusion), nil
@@ -358,7 +358,7 @@ func stepReady(ctx context.Context, d *demo) (string, error) {
 }
 
 func stepClaim(ctx context.Context, d *demo) (string, error) {
-	var c, other mirror.ClaimResult
+	var c, other store.ClaimResult
 	if _, err := d.env.API(ctx, harness.WorkerToken, http.MethodPost, "/items/"+d.item+"/claim", map[string]any{"owner": "worker-7/run-1", "leaseSeconds": 600}, &c); err != nil || !c.Granted {
 		return "", fmt.Errorf("claim not granted: %+v %v", c, err)
 	}
@@ -377,14 +377,14 @@ func stepClaim(ctx context.Context, d *demo) (string, error) {
 }
 
 func stepRenewRelease(ctx context.Context, d *demo) (string, error) {
-	var r mirror.ClaimResult
+	var r store.ClaimResult
 	if _, err := d.env.API(ctx, harness.WorkerToken, http.MethodPost, "/items/"+d.item+"/renew", map[string]any{"fencingToken": d.token}, &r); err != nil || !r.Granted {
 		return "", fmt.Errorf("renew: %+v %v", r, err)
 	}
 	if r.LeaseShortened == nil || !*r.LeaseShortened {
 		return "", errors.New("a renew without a length did not report leaseShortened")
 	}
-	var rel mirror.ReleaseResult
+	var rel store.ReleaseResult
 	if _, err := d.env.API(ctx, harness.WorkerToken, http.MethodPost, "/items/"+d.item+"/release", map[string]any{"fencingToken": d.token}, &rel); err != nil || !rel.Released {
 		return "", fmt.Errorf("release: %+v %v", rel, err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/wardenhq/warden/gating"
 	"github.com/wardenhq/warden/internal/harness"
 	"github.com/wardenhq/warden/mirror"
+	"github.com/wardenhq/warden/mirror/store"
 )
 
 // The demo's second act: the GitHub side of the gate (CONTRACT.md §5–§7).
@@ -128,7 +129,7 @@ func stepAdmitCommand(ctx context.Context, d *demo) (string, error) {
 // attempt claims id for owner, posts the claim marker as agent and
 // releases.
 func (d *demo) attempt(ctx context.Context, token, owner, agent, id string) error {
-	var c mirror.ClaimResult
+	var c store.ClaimResult
 	if _, err := d.env.API(ctx, token, http.MethodPost, "/items/"+id+"/claim", map[string]any{"owner": owner, "leaseSeconds": 600}, &c); err != nil || !c.Granted {
 		return fmt.Errorf("claim by %s: %+v %v", owner, c, err)
 	}
@@ -139,7 +140,7 @@ func (d *demo) attempt(ctx context.Context, token, owner, agent, id string) erro
 	if err := d.env.Settle(ctx); err != nil {
 		return err
 	}
-	var rel mirror.ReleaseResult
+	var rel store.ReleaseResult
 	if _, err := d.env.API(ctx, token, http.MethodPost, "/items/"+id+"/release", map[string]any{"fencingToken": *c.FencingToken}, &rel); err != nil || !rel.Released {
 		return fmt.Errorf("release by %s: %+v %v", owner, rel, err)
 	}

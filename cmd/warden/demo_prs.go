@@ -10,6 +10,7 @@ import (
 	"github.com/wardenhq/warden/internal/ghsim"
 	"github.com/wardenhq/warden/internal/harness"
 	"github.com/wardenhq/warden/mirror"
+	"github.com/wardenhq/warden/mirror/store"
 )
 
 // The demo's third act: pull requests, guarded completion and the
@@ -42,7 +43,7 @@ func (d *demo) backlogRun(sha string) (*ghsim.CheckRun, int) {
 }
 
 func stepOpenPR(ctx context.Context, d *demo) (string, error) {
-	var c mirror.ClaimResult
+	var c store.ClaimResult
 	if _, err := d.env.API(ctx, harness.WorkerToken, http.MethodPost, "/items/"+d.pmItem+"/claim",
 		map[string]any{"owner": "worker-7/shard", "leaseSeconds": 600, "branch": "feature/shard"}, &c); err != nil || !c.Granted {
 		return "", fmt.Errorf("claim: %+v %v", c, err)

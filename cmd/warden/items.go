@@ -15,7 +15,7 @@ import (
 	"github.com/wardenhq/warden/gating"
 	"github.com/wardenhq/warden/internal/agentapi"
 	"github.com/wardenhq/warden/internal/config"
-	"github.com/wardenhq/warden/mirror"
+	"github.com/wardenhq/warden/mirror/store"
 )
 
 const itemsUsage = `usage: warden items list    --repo OWNER/REPO [--json]
@@ -54,7 +54,7 @@ func (o *itemsOpts) register(fs *flag.FlagSet, sub string) {
 var cliRepoRe = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$`)
 
 // cliActor is who the CLI acts as: a person at a maintainer's terminal.
-var cliActor = mirror.Actor{Role: gating.RoleHuman, Name: "cli"}
+var cliActor = store.Actor{Role: gating.RoleHuman, Name: "cli"}
 
 func runItems(ctx context.Context, e env, args []string) int {
 	subs := map[string]bool{"list": true, "show": true, "claim": true, "release": true}
@@ -118,12 +118,13 @@ func runItems(ctx context.Context, e env, args []string) int {
 		return code
 	}
 	defer d.Close()
-	l, err := mirror.OpenLedger(ctx, d, mirror.Config{Region: s.Region, LeaseDefault: s.LeaseDefault, LeaseMax: s.LeaseMax, Quarantine: s.Quarantine})
+	st, err := store.Open(ctx, d, store.Config{Region: s.Region, LeaseDefault: s.LeaseDefault, LeaseMax: s.LeaseMax, Quarantine: s.Quarantine})
 	if err != nil {
 		return fail(e, cmd, err)
 	}
+	l := st.Ledger
 	repo, err := l.Repo(ctx, o.repo)
-	if errors.Is(err, mirror.ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return fail(e, cmd, fmt.Errorf("warden does not serve %s (the App is not installed on it, or no delivery recorded it yet)", o.repo))
 	}
 	if err != nil {
@@ -186,21 +187,21 @@ func parseItemArg(s string) (int, error) {
 type itemsCmd struct {
 	e    env
 	cmd  string
-	l    *mirror.Ledger
-	repo mirror.Repo
+	l    *store.Ledger
+	repo store.Repo
 	o    itemsOpts
 }
 
 // refused prints a refusal from the ledger in one line (exit 1).
 func (c itemsCmd) refused(err error) int {
 	var ref *gating.Refusal
-	var fe *mirror.FenceError
+	var fe *store.FenceError
 	switch {
 	case errors.As(err, &ref):
 		err = fmt.Errorf("refused (%s): %s", ref.Reason, ref.Detail)
 	case errors.As(err, &fe):
 		err = fmt.Errorf("refused (%s): %v", fe.Verdict, fe)
-	case errors.Is(err, mirror.ErrNotFound):
+	case errors.Is(err, store.ErrNotFound):
 		err = fmt.Errorf("no such item in %s", c.repo.FullName)
 	}
 	return fail(c.e, c.cmd, err)
@@ -213,7 +214,7 @@ func (c itemsCmd) printJSON(v any) {
 }
 
 func (c itemsCmd) list(ctx context.Context) int {
-	var items []mirror.Item
+	var items []store.Item
 	for after := 0; ; {
 		page, err := c.l.List(ctx, c.repo.ID, after, 1000)
 		if err != nil {
@@ -266,7 +267,7 @@ func oneLine(s string, max int) string {
 
 // claimSummary is the claim column: the holder and whether the lease is
 // live, or "-".
-func claimSummary(it mirror.Item, now time.Time) string {
+func claimSummary(it store.Item, now time.Time) string {
 	if !it.Fence.Claimed() || it.Grant == nil {
 		return "-"
 	}
@@ -293,7 +294,7 @@ func (c itemsCmd) show(ctx context.Context, id gating.ItemID) int {
 	if c.o.asJSON {
 		c.printJSON(struct {
 			agentapi.ItemDetail
-			Grants []mirror.Grant `json:"grants"`
+			Grants []store.Grant `json:"grants"`
 		}{d, grants})
 		return exitOK
 	}
@@ -328,10 +329,10 @@ func (c itemsCmd) show(ctx context.Context, id gating.ItemID) int {
 		for _, g := range grants {
 			rel := "-"
 			if g.ReleasedAt != nil {
-				rel = mirror.Timestamp(*g.ReleasedAt)
+				rel = store.Timestamp(*g.ReleasedAt)
 			}
 			fmt.Fprintf(tw, "    %d\t%s\t%s\t%s\t%s\t%s\t%s\n", g.Fence, g.Owner, dash(g.Purpose), dash(g.Branch),
-				mirror.Timestamp(g.GrantedAt), mirror.Timestamp(g.LeaseExpiresAt), rel)
+				store.Timestamp(g.GrantedAt), store.Timestamp(g.LeaseExpiresAt), rel)
 		}
 		tw.Flush()
 	}
@@ -351,7 +352,7 @@ func dash(s string) string {
 	return s
 }
 
-func statusLine(st mirror.ClaimStatus) string {
+func statusLine(st store.ClaimStatus) string {
 	if st.FencingToken == nil {
 		return "never claimed"
 	}
@@ -369,7 +370,7 @@ func statusLine(st mirror.ClaimStatus) string {
 }
 
 func (c itemsCmd) claim(ctx context.Context, id gating.ItemID) int {
-	req := mirror.ClaimRequest{Owner: c.o.owner, Branch: c.o.branch}
+	req := store.ClaimRequest{Owner: c.o.owner, Branch: c.o.branch}
 	if c.o.lease > 0 {
 		secs := c.o.lease.Seconds()
 		req.LeaseSeconds = &secs

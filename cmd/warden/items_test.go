@@ -11,7 +11,7 @@ import (
 
 	"github.com/wardenhq/warden/gating"
 	"github.com/wardenhq/warden/internal/db"
-	"github.com/wardenhq/warden/mirror"
+	"github.com/wardenhq/warden/mirror/store"
 )
 
 // itemsEnv is a database holding a served repository with five items.
@@ -24,29 +24,26 @@ func itemsEnv(t *testing.T) map[string]string {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	l, err := mirror.OpenLedger(ctx, d, mirror.Config{Region: "local"})
+	st, err := store.Open(ctx, d, store.Config{Region: "local"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := l.PutRepo(ctx, mirror.Repo{ID: 77, FullName: "acme/app", Installation: 5, DefaultBranch: "main"}); err != nil {
+	l, acts := st.Ledger, st.Acts
+	if err := l.PutRepo(ctx, store.Repo{ID: 77, FullName: "acme/app", Installation: 5, DefaultBranch: "main"}); err != nil {
 		t.Fatal(err)
 	}
 	tags := func(extra ...string) []string {
 		return append([]string{"backlog", "priority:P1", "phase:implementation", "homeRegion:local", "baseBranch:main"}, extra...)
 	}
-	seed := []mirror.NewItem{
+	seed := []store.NewItem{
 		{Number: 3, Title: "Batch the WAL fsyncs", Body: "See #3", Tags: tags()},
 		{Number: 4, Title: "Elsewhere", Tags: []string{"backlog", "priority:P3", "phase:research", "homeRegion:far", "baseBranch:main"}},
 		{Number: 9, Title: "Next to the WAL", Tags: tags(), Links: []gating.Link{{Rel: gating.Related, Target: "issue-50"}}},
 		{Number: 10, Title: "Depends on the WAL", Tags: []string{"backlog", "priority:P2", "phase:implementation", "homeRegion:local", "baseBranch:main"}, Links: []gating.Link{{Rel: gating.BlockedBy, Target: "issue-3"}}},
 		{Number: 11, Title: "Proposed by an agent", Tags: tags()},
 	}
-	acts, err := mirror.OpenActs(ctx, d)
-	if err != nil {
-		t.Fatal(err)
-	}
 	for _, in := range seed {
-		if _, err := l.Create(ctx, 77, in, mirror.Actor{Role: gating.RoleHuman, Name: "seed"}, mirror.WriteOptions{}); err != nil {
+		if _, err := l.Create(ctx, 77, in, store.Actor{Role: gating.RoleHuman, Name: "seed"}, store.WriteOptions{}); err != nil {
 			t.Fatal(err)
 		}
 		// Admitted (a recorded act, the admission label absent), except
@@ -54,10 +51,10 @@ func itemsEnv(t *testing.T) map[string]string {
 		labels := []string{"backlog"}
 		if in.Number == 11 {
 			labels = append(labels, "needs-specification")
-		} else if err := acts.RecordAdmission(ctx, 77, in.Number, mirror.Admission{By: "alice", At: time.Now(), How: "test"}); err != nil {
+		} else if err := acts.RecordAdmission(ctx, 77, in.Number, store.Admission{By: "alice", At: time.Now(), How: "test"}); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := l.RecordIssueState(ctx, 77, in.Number, mirror.IssueState{State: mirror.IssueOpen, Labels: labels, UpdatedAt: time.Now()}); err != nil {
+		if _, err := l.RecordIssueState(ctx, 77, in.Number, store.IssueState{State: store.IssueOpen, Labels: labels, UpdatedAt: time.Now()}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/wardenhq/warden/gating"
 	"github.com/wardenhq/warden/internal/agentapi"
-	"github.com/wardenhq/warden/mirror"
+	"github.com/wardenhq/warden/mirror/store"
 )
 
 const readyUsage = `usage: warden ready --repo OWNER/REPO [--json]
@@ -52,12 +52,13 @@ func runReady(ctx context.Context, e env, args []string) int {
 		return code
 	}
 	defer d.Close()
-	l, err := mirror.OpenLedger(ctx, d, mirror.Config{Region: s.Region, LeaseDefault: s.LeaseDefault, LeaseMax: s.LeaseMax, Quarantine: s.Quarantine})
+	st, err := store.Open(ctx, d, store.Config{Region: s.Region, LeaseDefault: s.LeaseDefault, LeaseMax: s.LeaseMax, Quarantine: s.Quarantine})
 	if err != nil {
 		return fail(e, cmd, err)
 	}
+	l := st.Ledger
 	repo, err := l.Repo(ctx, repoName)
-	if errors.Is(err, mirror.ErrNotFound) {
+	if errors.Is(err, store.ErrNotFound) {
 		return fail(e, cmd, fmt.Errorf("warden does not serve %s (the App is not installed on it, or no delivery recorded it yet)", repoName))
 	}
 	if err != nil {
@@ -85,7 +86,7 @@ func runReady(ctx context.Context, e env, args []string) int {
 }
 
 // printReady prints the ready set and the defect report as tables.
-func printReady(w io.Writer, repo mirror.Repo, set agentapi.ReadySet, rep gating.Report) {
+func printReady(w io.Writer, repo store.Repo, set agentapi.ReadySet, rep gating.Report) {
 	fmt.Fprintf(w, "%s: %d items, %d ready, %d in flight, %d blocked, %d stalled, %d parked, %d awaiting admission, %d complete\n",
 		repo.FullName, rep.Summary.Items, rep.Summary.Ready, rep.Summary.InFlight, rep.Summary.Blocked, rep.Summary.Stalled,
 		rep.Summary.Parked, rep.Summary.AwaitingAdmission, rep.Summary.Complete)
@@ -123,7 +124,7 @@ func printReady(w io.Writer, repo mirror.Repo, set agentapi.ReadySet, rep gating
 			if f.Maintenance {
 				state += " (maintenance)"
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", f.Item, state, f.Owner, dash(f.Branch), mirror.Timestamp(f.LeaseExpiresAtUtc))
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", f.Item, state, f.Owner, dash(f.Branch), store.Timestamp(f.LeaseExpiresAtUtc))
 		}
 		tw.Flush()
 	}
@@ -131,7 +132,7 @@ func printReady(w io.Writer, repo mirror.Repo, set agentapi.ReadySet, rep gating
 		fmt.Fprintln(w)
 		fmt.Fprintln(w, "Clean re-claims (a holder lapsed and came back; no attempt counted):")
 		for _, c := range rep.CleanReclaims {
-			fmt.Fprintf(w, "  %s  %s  fence %d -> %d at %s\n", c.Item, c.Owner, c.PriorFence, c.Fence, mirror.Timestamp(c.AtUtc))
+			fmt.Fprintf(w, "  %s  %s  fence %d -> %d at %s\n", c.Item, c.Owner, c.PriorFence, c.Fence, store.Timestamp(c.AtUtc))
 		}
 	}
 	fmt.Fprintln(w)

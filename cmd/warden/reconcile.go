@@ -11,6 +11,7 @@ import (
 	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/service"
 	"github.com/wardenhq/warden/mirror"
+	"github.com/wardenhq/warden/mirror/store"
 )
 
 const reconcileUsage = `usage: warden reconcile [--repo OWNER/REPO] [--dry-run] [--budget N] [--json]
@@ -62,7 +63,7 @@ func runReconcile(ctx context.Context, e env, args []string) int {
 	var results []mirror.PassResult
 	if *repoName != "" {
 		repo, err := svc.Ledger.Repo(ctx, *repoName)
-		if errors.Is(err, mirror.ErrNotFound) {
+		if errors.Is(err, store.ErrNotFound) {
 			return fail(e, cmd, fmt.Errorf("warden does not serve %s (install the App on it first)", *repoName))
 		} else if err != nil {
 			return fail(e, cmd, err)

@@ -14,7 +14,7 @@ import (
 	"github.com/wardenhq/warden/internal/db"
 	"github.com/wardenhq/warden/internal/db/dbtest"
 	"github.com/wardenhq/warden/internal/ghsim"
-	"github.com/wardenhq/warden/mirror"
+	"github.com/wardenhq/warden/mirror/store"
 )
 
 const (
@@ -119,7 +119,7 @@ func TestThreeReplicasPostgres(t *testing.T) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					var res mirror.ClaimResult
+					var res store.ClaimResult
 					_, err := apiCall(ctx, r.public, replicaWorker, http.MethodPost, fmt.Sprintf("/items/issue-%d/claim", n),
 						map[string]any{"owner": fmt.Sprintf("worker-7/r%d", r.n), "leaseSeconds": 600}, &res)
 					if err != nil {

@@ -22,7 +22,7 @@ import (
 	"github.com/wardenhq/warden/gating"
 	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/db"
-	"github.com/wardenhq/warden/mirror"
+	"github.com/wardenhq/warden/mirror/store"
 )
 
 // Options are the repository settings the API needs (until per-repository
@@ -42,7 +42,7 @@ type Options struct {
 	Region string
 	// DryRun reports whether a repository is in dry_run; POST /items and
 	// /items/adopt are then refused (they would write to GitHub). Nil: never.
-	DryRun func(mirror.Repo) bool
+	DryRun func(store.Repo) bool
 	// RepoKeys maps the repoId of protocol keys (repo/{repoId}/mem/…) to
 	// owner/repo (WARDEN_MCP_REPOS). A key's repoId may also be the
 	// repository's numeric GitHub id.
@@ -51,9 +51,9 @@ type Options struct {
 	// (.github/backlog.yml); its labels, defaults and dry_run then take the
 	// place of ItemLabel, AdmissionLabel, DefaultPriority, DefaultPhase and
 	// DryRun (empty values fall back to them).
-	Settings func(ctx context.Context, r mirror.Repo) mirror.RepoSettings
+	Settings func(ctx context.Context, r store.Repo) gating.Settings
 	// Admissions records the admission act of an item a human token made
-	// (CONTRACT.md §4: a human token creates admitted items); *mirror.Acts.
+	// (CONTRACT.md §4: a human token creates admitted items); *store.Acts.
 	// Nil: not recorded (the item then reads admission-unrecorded).
 	Admissions AdmissionRecorder
 	// Writes, when set, is told of every claim, release and update the API
@@ -75,14 +75,14 @@ type Locker interface {
 
 // WriteObserver hears of the API's ledger writes (*mirror.Mirror).
 type WriteObserver interface {
-	AfterClaim(ctx context.Context, repo mirror.Repo, id gating.ItemID, res mirror.ClaimResult, purpose string)
-	AfterRelease(ctx context.Context, repo mirror.Repo, id gating.ItemID)
-	AfterUpdate(ctx context.Context, repo mirror.Repo, before, after mirror.Item, actor mirror.Actor)
+	AfterClaim(ctx context.Context, repo store.Repo, id gating.ItemID, res store.ClaimResult, purpose string)
+	AfterRelease(ctx context.Context, repo store.Repo, id gating.ItemID)
+	AfterUpdate(ctx context.Context, repo store.Repo, before, after store.Item, actor store.Actor)
 }
 
-// AdmissionRecorder records a human's admission act (*mirror.Acts).
+// AdmissionRecorder records a human's admission act (*store.Acts).
 type AdmissionRecorder interface {
-	RecordAdmission(ctx context.Context, repoID int64, number int, adm mirror.Admission) error
+	RecordAdmission(ctx context.Context, repoID int64, number int, adm store.Admission) error
 }
 
 // repoSettings are the settings one request works with.
@@ -92,7 +92,7 @@ type repoSettings struct {
 	dryRun                    bool
 }
 
-func (h *handler) settings(ctx context.Context, r mirror.Repo) repoSettings {
+func (h *handler) settings(ctx context.Context, r store.Repo) repoSettings {
 	s := repoSettings{itemLabel: h.opt.ItemLabel, admissionLabel: h.opt.AdmissionLabel,
 		priority: h.opt.DefaultPriority, phase: h.opt.DefaultPhase, dryRun: h.opt.DryRun(r)}
 	if h.opt.Settings == nil {
@@ -129,34 +129,34 @@ func (o *Options) defaults() {
 		o.Region = "local"
 	}
 	if o.DryRun == nil {
-		o.DryRun = func(mirror.Repo) bool { return false }
+		o.DryRun = func(store.Repo) bool { return false }
 	}
 }
 
-// store is the part of *mirror.Ledger the API uses (a seam for tests that
+// ledger is the part of *store.Ledger the API uses (a seam for tests that
 // inject failures).
-type store interface {
-	Repo(ctx context.Context, fullName string) (mirror.Repo, error)
-	Validate(ctx context.Context, repoID int64, in mirror.NewItem, actor mirror.Actor, o mirror.WriteOptions) error
-	Create(ctx context.Context, repoID int64, in mirror.NewItem, actor mirror.Actor, o mirror.WriteOptions) (mirror.Item, error)
-	Get(ctx context.Context, repoID int64, id gating.ItemID) (mirror.Item, error)
-	List(ctx context.Context, repoID int64, after int, limit int) ([]mirror.Item, error)
-	Update(ctx context.Context, repoID int64, id gating.ItemID, p mirror.Patch, actor mirror.Actor, o mirror.WriteOptions) (mirror.Item, error)
-	Forget(ctx context.Context, repoID int64, id gating.ItemID, token *int64, actor mirror.Actor) error
-	Claim(ctx context.Context, repoID int64, id gating.ItemID, req mirror.ClaimRequest, actor mirror.Actor) (mirror.ClaimResult, error)
-	Renew(ctx context.Context, repoID int64, id gating.ItemID, token int64, leaseSeconds *float64, actor mirror.Actor) (mirror.ClaimResult, error)
-	Release(ctx context.Context, repoID int64, id gating.ItemID, token int64, actor mirror.Actor) (mirror.ReleaseResult, error)
-	Status(ctx context.Context, repoID int64, id gating.ItemID) (mirror.ClaimStatus, error)
-	Grants(ctx context.Context, repoID int64, id gating.ItemID) ([]mirror.Grant, error)
-	ClaimSnapshot(ctx context.Context, repoID int64, id gating.ItemID) (*mirror.RepoSnapshot, error)
-	Snapshot(ctx context.Context, repoID int64) (*mirror.RepoSnapshot, error)
-	RecordIssueState(ctx context.Context, repoID int64, number int, st mirror.IssueState) (bool, error)
+type ledger interface {
+	Repo(ctx context.Context, fullName string) (store.Repo, error)
+	Validate(ctx context.Context, repoID int64, in store.NewItem, actor store.Actor, o store.WriteOptions) error
+	Create(ctx context.Context, repoID int64, in store.NewItem, actor store.Actor, o store.WriteOptions) (store.Item, error)
+	Get(ctx context.Context, repoID int64, id gating.ItemID) (store.Item, error)
+	List(ctx context.Context, repoID int64, after int, limit int) ([]store.Item, error)
+	Update(ctx context.Context, repoID int64, id gating.ItemID, p store.Patch, actor store.Actor, o store.WriteOptions) (store.Item, error)
+	Forget(ctx context.Context, repoID int64, id gating.ItemID, token *int64, actor store.Actor) error
+	Claim(ctx context.Context, repoID int64, id gating.ItemID, req store.ClaimRequest, actor store.Actor) (store.ClaimResult, error)
+	Renew(ctx context.Context, repoID int64, id gating.ItemID, token int64, leaseSeconds *float64, actor store.Actor) (store.ClaimResult, error)
+	Release(ctx context.Context, repoID int64, id gating.ItemID, token int64, actor store.Actor) (store.ReleaseResult, error)
+	Status(ctx context.Context, repoID int64, id gating.ItemID) (store.ClaimStatus, error)
+	Grants(ctx context.Context, repoID int64, id gating.ItemID) ([]store.Grant, error)
+	ClaimSnapshot(ctx context.Context, repoID int64, id gating.ItemID) (*store.RepoSnapshot, error)
+	Snapshot(ctx context.Context, repoID int64) (*store.RepoSnapshot, error)
+	RecordIssueState(ctx context.Context, repoID int64, number int, st store.IssueState) (bool, error)
 }
 
-var _ store = (*mirror.Ledger)(nil)
+var _ ledger = (*store.Ledger)(nil)
 
 type handler struct {
-	ledger store
+	ledger ledger
 	gh     GitHub
 	creds  []credential
 	opt    Options
@@ -170,16 +170,16 @@ type handler struct {
 // New returns the agent API over the ledger, to be mounted at /api/v1
 // (routes are relative: /repos/{owner}/{repo}/items…). gh makes the GitHub
 // calls (AppGitHub over the service's App); tokens are WARDEN_API_TOKENS.
-func New(ledger *mirror.Ledger, gh GitHub, tokens []config.APIToken, o Options, log *slog.Logger) http.Handler {
+func New(ledger *store.Ledger, gh GitHub, tokens []config.APIToken, o Options, log *slog.Logger) http.Handler {
 	return newHandler(ledger, gh, tokens, o, log)
 }
 
-func newHandler(ledger store, gh GitHub, tokens []config.APIToken, o Options, log *slog.Logger) http.Handler {
+func newHandler(l ledger, gh GitHub, tokens []config.APIToken, o Options, log *slog.Logger) http.Handler {
 	o.defaults()
 	if log == nil {
 		log = slog.Default()
 	}
-	h := &handler{ledger: ledger, gh: gh, creds: newCredentials(tokens), opt: o, log: log.With("component", "agentapi"),
+	h := &handler{ledger: l, gh: gh, creds: newCredentials(tokens), opt: o, log: log.With("component", "agentapi"),
 		now: time.Now, recent: newRecentKeys(4096)}
 	h.locks = o.Locks
 	if h.locks == nil {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/wardenhq/warden/gating"
 	"github.com/wardenhq/warden/internal/config"
-	"github.com/wardenhq/warden/mirror"
+	"github.com/wardenhq/warden/mirror/store"
 )
 
 // credential is one configured API token, kept as a digest so that every
@@ -79,11 +79,11 @@ const (
 
 func credOf(r *http.Request) *credential { return r.Context().Value(credKey).(*credential) }
 
-func repoOf(r *http.Request) mirror.Repo { return r.Context().Value(repoKey).(mirror.Repo) }
+func repoOf(r *http.Request) store.Repo { return r.Context().Value(repoKey).(store.Repo) }
 
-func actorOf(r *http.Request) mirror.Actor {
+func actorOf(r *http.Request) store.Actor {
 	c := credOf(r)
-	return mirror.Actor{Role: c.role, Name: c.name}
+	return store.Actor{Role: c.role, Name: c.name}
 }
 
 // authn refuses a request without a known bearer token (401).
@@ -113,7 +113,7 @@ func (h *handler) repository(next http.Handler) http.Handler {
 			return
 		}
 		repo, err := h.ledger.Repo(r.Context(), full)
-		if errors.Is(err, mirror.ErrNotFound) {
+		if errors.Is(err, store.ErrNotFound) {
 			h.fail(w, r, problem(http.StatusNotFound, ReasonRepoNotServed, "warden does not serve %s (the App is not installed on it)", full))
 			return
 		}

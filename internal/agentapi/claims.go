@@ -6,7 +6,7 @@ import (
 	"net/http"
 
 	"github.com/wardenhq/warden/gating"
-	"github.com/wardenhq/warden/mirror"
+	"github.com/wardenhq/warden/mirror/store"
 )
 
 // claimRequest is POST /items/{id}/claim.
@@ -79,7 +79,7 @@ func (h *handler) claim(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, forbidden(ReasonOwnerNotAllowed, "a worker token named %s claims only under owners beginning with %q, not %q", c.name, c.name+"/", req.Owner))
 		return
 	}
-	res, err := h.ledger.Claim(r.Context(), repoOf(r).ID, id, mirror.ClaimRequest{Owner: req.Owner, LeaseSeconds: req.LeaseSeconds,
+	res, err := h.ledger.Claim(r.Context(), repoOf(r).ID, id, store.ClaimRequest{Owner: req.Owner, LeaseSeconds: req.LeaseSeconds,
 		MaxWaitSeconds: req.MaxWaitSeconds, Branch: req.Branch, Purpose: req.Purpose}, actorOf(r))
 	if err != nil {
 		h.failErr(w, r, err)

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/wardenhq/warden/gating"
-	"github.com/wardenhq/warden/mirror"
+	"github.com/wardenhq/warden/mirror/store"
 )
 
 // Completion refusal reasons (CONTRACT.md §9).
@@ -27,10 +27,10 @@ const (
 // refuses the write with them). grant is the item's current grant (nil:
 // never claimed); token the presented fence; adopting the
 // direct-deployment row of POST /items/adopt (born complete, no claim).
-func (h *handler) proveCompletion(ctx context.Context, repo mirror.Repo, after *gating.Item, cur *mirror.Item, token *int64, adopting bool) (mirror.WriteOptions, error) {
+func (h *handler) proveCompletion(ctx context.Context, repo store.Repo, after *gating.Item, cur *store.Item, token *int64, adopting bool) (store.WriteOptions, error) {
 	in := gating.CompletionInput{Item: after, Token: token, PRs: map[int]*gating.PullRequest{}, DefaultBranch: repo.DefaultBranch,
 		RepoFullName: repo.FullName, Adopting: adopting}
-	var grant *mirror.Grant
+	var grant *store.Grant
 	if cur != nil {
 		grant = cur.Grant
 		in.Claim = gating.ClaimView{Fence: cur.Fence.Token, Released: cur.Fence.Released}
@@ -41,13 +41,13 @@ func (h *handler) proveCompletion(ctx context.Context, repo mirror.Repo, after *
 	if phase, _ := after.Tag("phase"); phase == "research" && grant != nil && grant.ReleasedAt == nil {
 		bot, err := h.gh.BotLogin(ctx)
 		if err != nil {
-			return mirror.WriteOptions{}, err
+			return store.WriteOptions{}, err
 		}
 		// GitHub's timestamps are whole seconds.
 		since := grant.GrantedAt.Truncate(time.Second)
 		cs, err := h.gh.CommentsSince(ctx, repo, after.ID.Number(), since)
 		if err != nil {
-			return mirror.WriteOptions{}, err
+			return store.WriteOptions{}, err
 		}
 		// Findings are prose: a claim or outcome marker (or any warden
 		// marker) is bookkeeping, not findings.
@@ -73,7 +73,7 @@ func (h *handler) proveCompletion(ctx context.Context, repo mirror.Repo, after *
 			continue
 		}
 		if err != nil {
-			return mirror.WriteOptions{}, err
+			return store.WriteOptions{}, err
 		}
 		state := pr.State
 		in.PRs[n] = &gating.PullRequest{Number: n, State: state, Merged: pr.Merged, HeadRef: pr.Head, BaseRef: pr.Base,
@@ -81,7 +81,7 @@ func (h *handler) proveCompletion(ctx context.Context, repo mirror.Repo, after *
 	}
 	all, err := h.scan(ctx, repo.ID)
 	if err != nil {
-		return mirror.WriteOptions{}, err
+		return store.WriteOptions{}, err
 	}
 	for i := range all {
 		if all[i].ID != after.ID {
@@ -90,14 +90,14 @@ func (h *handler) proveCompletion(ctx context.Context, repo mirror.Repo, after *
 	}
 	v := gating.ProveCompletion(in)
 	if v.Proven {
-		return mirror.WriteOptions{CompletionProven: true}, nil
+		return store.WriteOptions{CompletionProven: true}, nil
 	}
-	return mirror.WriteOptions{CompletionReason: v.Reason, CompletionDetail: v.Detail}, nil
+	return store.WriteOptions{CompletionReason: v.Reason, CompletionDetail: v.Detail}, nil
 }
 
 // scan pages every item of a repository.
-func (h *handler) scan(ctx context.Context, repoID int64) ([]mirror.Item, error) {
-	var out []mirror.Item
+func (h *handler) scan(ctx context.Context, repoID int64) ([]store.Item, error) {
+	var out []store.Item
 	after := 0
 	for {
 		page, err := h.ledger.List(ctx, repoID, after, maxLimit)

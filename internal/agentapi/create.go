@@ -15,6 +15,7 @@ import (
 
 	"github.com/wardenhq/warden/gating"
 	"github.com/wardenhq/warden/mirror"
+	"github.com/wardenhq/warden/mirror/store"
 )
 
 // createRequest is POST /items.
@@ -115,7 +116,7 @@ func checkIdempotencyKey(k string) *Problem {
 // repository's defaults: backlog, priority:P2, phase:implementation,
 // homeRegion:<Region>, and baseBranch: the default branch — or, for an item
 // partOf an epic, the epic's baseBranch.
-func (h *handler) withDefaults(ctx context.Context, repo mirror.Repo, set repoSettings, tags []string, links []gating.Link) ([]string, error) {
+func (h *handler) withDefaults(ctx context.Context, repo store.Repo, set repoSettings, tags []string, links []gating.Link) ([]string, error) {
 	out := append([]string{}, tags...)
 	has := func(prefix string) bool {
 		for _, t := range out {
@@ -144,7 +145,7 @@ func (h *handler) withDefaults(ctx context.Context, repo mirror.Repo, set repoSe
 				continue
 			}
 			epic, err := h.ledger.Get(ctx, repo.ID, gating.ItemID(l.Target))
-			if errors.Is(err, mirror.ErrNotFound) {
+			if errors.Is(err, store.ErrNotFound) {
 				break // the ledger refuses the dangling edge
 			}
 			if err != nil {
@@ -199,7 +200,7 @@ func wantLabels(set repoSettings, role gating.Role) []string {
 // silently on create in some cases), checks that GitHub kept them, and
 // records the issue's labels as warden now knows them (the ready set reads
 // the admission label from that record).
-func (h *handler) ensureLabels(ctx context.Context, repo mirror.Repo, issue Issue, want []string) error {
+func (h *handler) ensureLabels(ctx context.Context, repo store.Repo, issue Issue, want []string) error {
 	labels := issue.Labels
 	if missing := missingLabels(issue.Labels, want); len(missing) > 0 {
 		h.log.Info("re-adding labels GitHub dropped", "repo", repo.FullName, "issue", issue.Number, "labels", missing)
@@ -218,9 +219,9 @@ func (h *handler) ensureLabels(ctx context.Context, repo mirror.Repo, issue Issu
 	// just now, so any delivery about them replaces this record.
 	state := issue.State
 	if state == "" {
-		state = mirror.IssueOpen
+		state = store.IssueOpen
 	}
-	_, err := h.ledger.RecordIssueState(ctx, repo.ID, issue.Number, mirror.IssueState{State: state, Labels: labels, UpdatedAt: issue.UpdatedAt})
+	_, err := h.ledger.RecordIssueState(ctx, repo.ID, issue.Number, store.IssueState{State: state, Labels: labels, UpdatedAt: issue.UpdatedAt})
 	return err
 }
 
@@ -242,7 +243,7 @@ func missingLabels(have, want []string) []string {
 }
 
 // attachToEpic makes the issue a native sub-issue of its epic's issue.
-func (h *handler) attachToEpic(ctx context.Context, repo mirror.Repo, links []gating.Link, issue Issue) error {
+func (h *handler) attachToEpic(ctx context.Context, repo store.Repo, links []gating.Link, issue Issue) error {
 	epic := epicOf(links)
 	if epic == 0 {
 		return nil
@@ -256,7 +257,7 @@ func (h *handler) attachToEpic(ctx context.Context, repo mirror.Repo, links []ga
 	return err
 }
 
-func dryRun(repo mirror.Repo, set repoSettings) *Problem {
+func dryRun(repo store.Repo, set repoSettings) *Problem {
 	if set.dryRun {
 		return problem(http.StatusConflict, ReasonDryRun, "%s is in dry_run: warden writes nothing to GitHub there, so it opens and adopts no issues", repo.FullName)
 	}
@@ -311,7 +312,7 @@ func (h *handler) createItem(w http.ResponseWriter, r *http.Request) {
 	if req.Provenance != nil {
 		provenance = *req.Provenance
 	}
-	in := mirror.NewItem{Title: title, Author: author, Provenance: provenance, Tags: tags, Links: links}
+	in := store.NewItem{Title: title, Author: author, Provenance: provenance, Tags: tags, Links: links}
 
 	// Two replicas given the same request (an agent retrying through a
 	// load balancer) must not both open an issue.
@@ -337,14 +338,14 @@ func (h *handler) createItem(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusOK, CreateResult{ItemView: ViewOf(it), Issue: IssueRef{Number: e.number, URL: e.url}, Outcome: OutcomeReplayed})
 			return
 		}
-		if !errors.Is(err, mirror.ErrNotFound) {
+		if !errors.Is(err, store.ErrNotFound) {
 			h.failErr(w, r, err)
 			return
 		}
 	}
 	// 2. Everything the ledger would refuse is refused before GitHub is
 	// touched.
-	if err := h.ledger.Validate(ctx, repo.ID, in, actor, mirror.WriteOptions{}); err != nil {
+	if err := h.ledger.Validate(ctx, repo.ID, in, actor, store.WriteOptions{}); err != nil {
 		h.failErr(w, r, err)
 		return
 	}
@@ -378,7 +379,7 @@ func (h *handler) createItem(w http.ResponseWriter, r *http.Request) {
 			writeJSON(w, http.StatusOK, CreateResult{ItemView: ViewOf(it), Issue: IssueRef{Number: issue.Number, URL: issue.URL}, Outcome: OutcomeReplayed})
 			return
 		}
-		if !errors.Is(err, mirror.ErrNotFound) {
+		if !errors.Is(err, store.ErrNotFound) {
 			h.failErr(w, r, err)
 			return
 		}
@@ -404,9 +405,9 @@ func (h *handler) createItem(w http.ResponseWriter, r *http.Request) {
 	}
 	in.Number = issue.Number
 	in.Body = mirror.ResumeBody(issue.Number, issue.URL, req.Body)
-	it, err := h.ledger.Create(ctx, repo.ID, in, actor, mirror.WriteOptions{})
+	it, err := h.ledger.Create(ctx, repo.ID, in, actor, store.WriteOptions{})
 	status := http.StatusCreated
-	if errors.Is(err, mirror.ErrExists) {
+	if errors.Is(err, store.ErrExists) {
 		it, err = h.ledger.Get(ctx, repo.ID, gating.IDFor(issue.Number))
 		status, outcome = http.StatusOK, OutcomeReplayed
 	}
@@ -426,7 +427,7 @@ func (h *handler) createItem(w http.ResponseWriter, r *http.Request) {
 
 // checkCreate validates a create request field by field and returns its
 // links normalised.
-func (h *handler) checkCreate(repo mirror.Repo, req *createRequest) ([]gating.Link, *Problem) {
+func (h *handler) checkCreate(repo store.Repo, req *createRequest) ([]gating.Link, *Problem) {
 	if req.Title == nil {
 		return nil, invalid("title", "title is required")
 	}
@@ -517,7 +518,7 @@ func (h *handler) adoptItem(w http.ResponseWriter, r *http.Request) {
 	if _, err := h.ledger.Get(ctx, repo.ID, id); err == nil {
 		h.fail(w, r, problem(http.StatusConflict, ReasonExists, "#%d is already the item %s", number, id))
 		return
-	} else if !errors.Is(err, mirror.ErrNotFound) {
+	} else if !errors.Is(err, store.ErrNotFound) {
 		h.failErr(w, r, err)
 		return
 	}
@@ -551,13 +552,13 @@ func (h *handler) adoptItem(w http.ResponseWriter, r *http.Request) {
 	if req.Provenance != nil {
 		provenance = *req.Provenance
 	}
-	in := mirror.NewItem{Number: number, Title: title, Body: mirror.ResumeBody(number, issue.URL, nil), Author: author,
+	in := store.NewItem{Number: number, Title: title, Body: mirror.ResumeBody(number, issue.URL, nil), Author: author,
 		Provenance: provenance, Tags: tags, Links: links}
-	var opts mirror.WriteOptions
+	var opts store.WriteOptions
 	if containsStr(tags, "state:complete") {
 		snap := &gating.Item{ID: id, Title: title, Tags: tags, Links: links}
 		if !containsStr(tags, directDeployedTag) {
-			opts = mirror.WriteOptions{CompletionReason: reasonUnproven, CompletionDetail: fmt.Sprintf(
+			opts = store.WriteOptions{CompletionReason: reasonUnproven, CompletionDetail: fmt.Sprintf(
 				"an adopted item is born state:complete only as a direct-deployment ledger row: state:complete, pr:<n> (merged) and %s", directDeployedTag)}
 		} else if opts, err = h.proveCompletion(ctx, repo, snap, nil, nil, true); err != nil {
 			h.failErr(w, r, err)
@@ -577,7 +578,7 @@ func (h *handler) adoptItem(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	it, err := h.ledger.Create(ctx, repo.ID, in, actor, opts)
-	if errors.Is(err, mirror.ErrExists) {
+	if errors.Is(err, store.ErrExists) {
 		h.fail(w, r, problem(http.StatusConflict, ReasonExists, "#%d is already the item %s", number, id))
 		return
 	}
@@ -597,9 +598,9 @@ func (h *handler) adoptItem(w http.ResponseWriter, r *http.Request) {
 // at creation (CONTRACT.md §4, §5). Recording again changes nothing, so the
 // replay of a create records it too (the first attempt may have failed
 // after the item was written).
-func (h *handler) recordAdmission(ctx context.Context, repo mirror.Repo, number int, actor mirror.Actor) error {
+func (h *handler) recordAdmission(ctx context.Context, repo store.Repo, number int, actor store.Actor) error {
 	if actor.Role != gating.RoleHuman || h.opt.Admissions == nil {
 		return nil
 	}
-	return h.opt.Admissions.RecordAdmission(ctx, repo.ID, number, mirror.Admission{By: actor.Name, At: h.now().UTC(), How: "human token"})
+	return h.opt.Admissions.RecordAdmission(ctx, repo.ID, number, store.Admission{By: actor.Name, At: h.now().UTC(), How: "human token"})
 }

@@ -10,8 +10,7 @@ import (
 	"testing"
 
 	"github.com/wardenhq/warden/gating"
-
-	"github.com/wardenhq/warden/mirror"
+	"github.com/wardenhq/warden/mirror/store"
 )
 
 func tagsOf(r resp) []string {
@@ -129,7 +128,7 @@ type dropLabels struct {
 	mu    sync.Mutex
 }
 
-func (d *dropLabels) CreateIssue(ctx context.Context, r mirror.Repo, title, body string, labels []string) (Issue, error) {
+func (d *dropLabels) CreateIssue(ctx context.Context, r store.Repo, title, body string, labels []string) (Issue, error) {
 	i, err := d.GitHub.CreateIssue(ctx, r, title, body, labels)
 	if err != nil {
 		return i, err
@@ -154,7 +153,7 @@ func (d *dropLabels) CreateIssue(ctx context.Context, r mirror.Repo, title, body
 	return i, nil
 }
 
-func (d *dropLabels) AddLabels(ctx context.Context, r mirror.Repo, number int, labels []string) ([]string, error) {
+func (d *dropLabels) AddLabels(ctx context.Context, r store.Repo, number int, labels []string) ([]string, error) {
 	d.mu.Lock()
 	d.added = append(d.added, labels)
 	d.mu.Unlock()
@@ -310,7 +309,7 @@ func TestCreatePartOfAnEpicAttachesTheSubIssue(t *testing.T) {
 
 func TestDryRunRefusesWritesToGitHub(t *testing.T) {
 	f := newFixture(t, func(f *fixture) {
-		f.opt.DryRun = func(r mirror.Repo) bool { return r.FullName == "acme/app" }
+		f.opt.DryRun = func(r store.Repo) bool { return r.FullName == "acme/app" }
 	})
 	f.problemIs(f.call("POST", "items", tokPM, map[string]any{"title": "t", "specification": "s"}), 409, ReasonDryRun)
 	f.problemIs(f.call("POST", "items/adopt", tokPM, map[string]any{"number": 1}), 409, ReasonDryRun)

@@ -14,7 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/wardenhq/warden/gating"
-	"github.com/wardenhq/warden/mirror"
+	"github.com/wardenhq/warden/mirror/store"
 )
 
 // MaxBody is the largest request body the API reads.
@@ -147,7 +147,7 @@ var keyRe = regexp.MustCompile(`^repo/([^/]+)/mem/backlog/(issue-[0-9]+)$`)
 // normalizeLinks checks links and turns protocol keys into item ids. A key
 // must name this repository: its repoId is the repository's numeric id or a
 // name Options.RepoKeys maps to it.
-func (h *handler) normalizeLinks(field string, repo mirror.Repo, in []linkIn) ([]gating.Link, *Problem) {
+func (h *handler) normalizeLinks(field string, repo store.Repo, in []linkIn) ([]gating.Link, *Problem) {
 	if len(in) > maxLinks {
 		return nil, invalid(field, "%s has %d links; at most %d", field, len(in), maxLinks)
 	}
@@ -184,7 +184,7 @@ func (h *handler) normalizeLinks(field string, repo mirror.Repo, in []linkIn) ([
 	return out, nil
 }
 
-func (h *handler) keyNamesRepo(repoID string, repo mirror.Repo) bool {
+func (h *handler) keyNamesRepo(repoID string, repo store.Repo) bool {
 	if repoID == strconv.FormatInt(repo.ID, 10) {
 		return true
 	}

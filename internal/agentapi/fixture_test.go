@@ -23,7 +23,7 @@ import (
 	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/db"
 	"github.com/wardenhq/warden/internal/ghsim"
-	"github.com/wardenhq/warden/mirror"
+	"github.com/wardenhq/warden/mirror/store"
 )
 
 // Tokens of the fixture (each at least 16 characters).
@@ -53,9 +53,9 @@ type fixture struct {
 	repo   *ghsim.Repo
 	app    *app.App
 	db     *db.DB
-	ledger *mirror.Ledger
-	acts   *mirror.Acts
-	mrepo  mirror.Repo
+	ledger *store.Ledger
+	acts   *store.Acts
+	mrepo  store.Repo
 	store  *flakyStore
 	gh     GitHub
 	api    *httptest.Server
@@ -82,15 +82,15 @@ func (c *clock) Advance(d time.Duration) {
 
 // flakyStore is the ledger with a failure injected into Create.
 type flakyStore struct {
-	*mirror.Ledger
+	*store.Ledger
 	failCreates atomic.Int32
 }
 
 var errInjected = errors.New("injected: the database went away")
 
-func (s *flakyStore) Create(ctx context.Context, repoID int64, in mirror.NewItem, actor mirror.Actor, o mirror.WriteOptions) (mirror.Item, error) {
+func (s *flakyStore) Create(ctx context.Context, repoID int64, in store.NewItem, actor store.Actor, o store.WriteOptions) (store.Item, error) {
 	if s.failCreates.Add(-1) >= 0 {
-		return mirror.Item{}, errInjected
+		return store.Item{}, errInjected
 	}
 	s.failCreates.Store(0)
 	return s.Ledger.Create(ctx, repoID, in, actor, o)
@@ -119,15 +119,12 @@ func newFixture(t *testing.T, adjust ...func(*fixture)) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { f.db.Close() })
-	f.ledger, err = mirror.OpenLedger(ctx, f.db, mirror.Config{Region: "local", LeaseDefault: 30 * time.Second, LeaseMax: 30 * time.Minute, Quarantine: time.Hour, Now: f.clock.Now})
+	st, err := store.Open(ctx, f.db, store.Config{Region: "local", LeaseDefault: 30 * time.Second, LeaseMax: 30 * time.Minute, Quarantine: time.Hour, Now: f.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.acts, err = mirror.OpenActs(ctx, f.db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.mrepo = mirror.Repo{ID: f.repo.ID, FullName: "acme/app", Installation: f.inst.ID, DefaultBranch: "main"}
+	f.ledger, f.acts = st.Ledger, st.Acts
+	f.mrepo = store.Repo{ID: f.repo.ID, FullName: "acme/app", Installation: f.inst.ID, DefaultBranch: "main"}
 	if err := f.ledger.PutRepo(ctx, f.mrepo); err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +292,7 @@ func (f *fixture) issueCount() int {
 }
 
 // seed writes an item straight into the ledger (no GitHub issue) as a human.
-func (f *fixture) seed(number int, tags []string, links ...gating.Link) mirror.Item {
+func (f *fixture) seed(number int, tags []string, links ...gating.Link) store.Item {
 	f.t.Helper()
 	base := []string{"backlog", "priority:P2", "phase:implementation", "homeRegion:local", "baseBranch:main"}
 	all := append([]string{}, base...)
@@ -311,8 +308,8 @@ func (f *fixture) seed(number int, tags []string, links ...gating.Link) mirror.I
 			all = append(all, t)
 		}
 	}
-	it, err := f.ledger.Create(context.Background(), f.mrepo.ID, mirror.NewItem{Number: number, Title: "seeded", Tags: all, Links: links},
-		mirror.Actor{Role: gating.RoleHuman, Name: "seed"}, mirror.WriteOptions{})
+	it, err := f.ledger.Create(context.Background(), f.mrepo.ID, store.NewItem{Number: number, Title: "seeded", Tags: all, Links: links},
+		store.Actor{Role: gating.RoleHuman, Name: "seed"}, store.WriteOptions{})
 	if err != nil {
 		f.t.Fatalf("seed issue-%d: %v", number, err)
 	}
@@ -326,10 +323,10 @@ func (f *fixture) seed(number int, tags []string, links ...gating.Link) mirror.I
 func (f *fixture) admit(number int) {
 	f.t.Helper()
 	ctx := context.Background()
-	if err := f.acts.RecordAdmission(ctx, f.mrepo.ID, number, mirror.Admission{By: "alice", At: f.clock.Now(), How: "test"}); err != nil {
+	if err := f.acts.RecordAdmission(ctx, f.mrepo.ID, number, store.Admission{By: "alice", At: f.clock.Now(), How: "test"}); err != nil {
 		f.t.Fatal(err)
 	}
-	if _, err := f.ledger.RecordIssueState(ctx, f.mrepo.ID, number, mirror.IssueState{State: mirror.IssueOpen, Labels: []string{"backlog"}, UpdatedAt: f.clock.Now()}); err != nil {
+	if _, err := f.ledger.RecordIssueState(ctx, f.mrepo.ID, number, store.IssueState{State: store.IssueOpen, Labels: []string{"backlog"}, UpdatedAt: f.clock.Now()}); err != nil {
 		f.t.Fatal(err)
 	}
 }

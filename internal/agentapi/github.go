@@ -11,11 +11,11 @@ import (
 	"github.com/google/go-github/v66/github"
 
 	"github.com/wardenhq/warden/app"
-	"github.com/wardenhq/warden/mirror"
+	"github.com/wardenhq/warden/mirror/store"
 )
 
 // GitHub is the handful of GitHub calls the agent API makes, each as the
-// App's installation on the repository (mirror.Repo.Installation). AppGitHub
+// App's installation on the repository (store.Repo.Installation). AppGitHub
 // implements it over *app.App; tests may wrap that adapter.
 //
 // Errors that carry an HTTP status from GitHub are *GitHubError; a rate limit
@@ -26,22 +26,22 @@ type GitHub interface {
 	BotLogin(ctx context.Context) (string, error)
 	// CreateIssue opens an issue with labels and returns it as GitHub
 	// answered (labels GitHub silently dropped are absent).
-	CreateIssue(ctx context.Context, r mirror.Repo, title, body string, labels []string) (Issue, error)
+	CreateIssue(ctx context.Context, r store.Repo, title, body string, labels []string) (Issue, error)
 	// AddLabels adds labels to an issue and returns its labels afterwards.
-	AddLabels(ctx context.Context, r mirror.Repo, number int, labels []string) ([]string, error)
+	AddLabels(ctx context.Context, r store.Repo, number int, labels []string) ([]string, error)
 	// RecentIssuesBy lists, in one call, the newest 100 issues (open or
 	// closed) opened by creator.
-	RecentIssuesBy(ctx context.Context, r mirror.Repo, creator string) ([]Issue, error)
+	RecentIssuesBy(ctx context.Context, r store.Repo, creator string) ([]Issue, error)
 	// Issue reads one issue (or pull request's issue half).
-	Issue(ctx context.Context, r mirror.Repo, number int) (Issue, error)
+	Issue(ctx context.Context, r store.Repo, number int) (Issue, error)
 	// PullRequest reads one pull request.
-	PullRequest(ctx context.Context, r mirror.Repo, number int) (PullRequest, error)
+	PullRequest(ctx context.Context, r store.Repo, number int) (PullRequest, error)
 	// AddSubIssue makes child a native sub-issue of issue parent; it
 	// succeeds when child already is one.
-	AddSubIssue(ctx context.Context, r mirror.Repo, parent int, child Issue) error
+	AddSubIssue(ctx context.Context, r store.Repo, parent int, child Issue) error
 	// CommentsSince lists the issue's comments updated at or after since
 	// (up to 100, oldest first).
-	CommentsSince(ctx context.Context, r mirror.Repo, number int, since time.Time) ([]Comment, error)
+	CommentsSince(ctx context.Context, r store.Repo, number int, since time.Time) ([]Comment, error)
 }
 
 // Issue is the part of a GitHub issue the API reads.
@@ -107,7 +107,7 @@ func AppGitHub(a *app.App) GitHub { return &appGitHub{a: a} }
 
 type appGitHub struct{ a *app.App }
 
-func (g *appGitHub) client(r mirror.Repo) (*github.Client, string, string, error) {
+func (g *appGitHub) client(r store.Repo) (*github.Client, string, string, error) {
 	owner, name, ok := strings.Cut(r.FullName, "/")
 	if !ok {
 		return nil, "", "", fmt.Errorf("repository %q is not owner/name", r.FullName)
@@ -163,7 +163,7 @@ func fromIssue(i *github.Issue) Issue {
 	return out
 }
 
-func (g *appGitHub) CreateIssue(ctx context.Context, r mirror.Repo, title, body string, labels []string) (Issue, error) {
+func (g *appGitHub) CreateIssue(ctx context.Context, r store.Repo, title, body string, labels []string) (Issue, error) {
 	c, owner, name, err := g.client(r)
 	if err != nil {
 		return Issue{}, err
@@ -176,7 +176,7 @@ func (g *appGitHub) CreateIssue(ctx context.Context, r mirror.Repo, title, body 
 	return fromIssue(i), nil
 }
 
-func (g *appGitHub) AddLabels(ctx context.Context, r mirror.Repo, number int, labels []string) ([]string, error) {
+func (g *appGitHub) AddLabels(ctx context.Context, r store.Repo, number int, labels []string) ([]string, error) {
 	c, owner, name, err := g.client(r)
 	if err != nil {
 		return nil, err
@@ -192,7 +192,7 @@ func (g *appGitHub) AddLabels(ctx context.Context, r mirror.Repo, number int, la
 	return out, nil
 }
 
-func (g *appGitHub) RecentIssuesBy(ctx context.Context, r mirror.Repo, creator string) ([]Issue, error) {
+func (g *appGitHub) RecentIssuesBy(ctx context.Context, r store.Repo, creator string) ([]Issue, error) {
 	c, owner, name, err := g.client(r)
 	if err != nil {
 		return nil, err
@@ -211,7 +211,7 @@ func (g *appGitHub) RecentIssuesBy(ctx context.Context, r mirror.Repo, creator s
 	return out, nil
 }
 
-func (g *appGitHub) Issue(ctx context.Context, r mirror.Repo, number int) (Issue, error) {
+func (g *appGitHub) Issue(ctx context.Context, r store.Repo, number int) (Issue, error) {
 	c, owner, name, err := g.client(r)
 	if err != nil {
 		return Issue{}, err
@@ -223,7 +223,7 @@ func (g *appGitHub) Issue(ctx context.Context, r mirror.Repo, number int) (Issue
 	return fromIssue(i), nil
 }
 
-func (g *appGitHub) PullRequest(ctx context.Context, r mirror.Repo, number int) (PullRequest, error) {
+func (g *appGitHub) PullRequest(ctx context.Context, r store.Repo, number int) (PullRequest, error) {
 	c, owner, name, err := g.client(r)
 	if err != nil {
 		return PullRequest{}, err
@@ -239,7 +239,7 @@ func (g *appGitHub) PullRequest(ctx context.Context, r mirror.Repo, number int) 
 // AddSubIssue uses POST …/issues/{parent}/sub_issues, which go-github v66
 // lacks. GitHub answers 422 when the child already has a parent; then the
 // child's parent is read back and, if it is parent, the call succeeds.
-func (g *appGitHub) AddSubIssue(ctx context.Context, r mirror.Repo, parent int, child Issue) error {
+func (g *appGitHub) AddSubIssue(ctx context.Context, r store.Repo, parent int, child Issue) error {
 	c, owner, name, err := g.client(r)
 	if err != nil {
 		return err
@@ -268,7 +268,7 @@ func (g *appGitHub) AddSubIssue(ctx context.Context, r mirror.Repo, parent int, 
 	return werr
 }
 
-func (g *appGitHub) CommentsSince(ctx context.Context, r mirror.Repo, number int, since time.Time) ([]Comment, error) {
+func (g *appGitHub) CommentsSince(ctx context.Context, r store.Repo, number int, since time.Time) ([]Comment, error) {
 	c, owner, name, err := g.client(r)
 	if err != nil {
 		return nil, err

@@ -9,7 +9,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/wardenhq/warden/gating"
-	"github.com/wardenhq/warden/mirror"
+	"github.com/wardenhq/warden/mirror/store"
 )
 
 // ItemView is an item as the API shows it.
@@ -28,14 +28,14 @@ type ItemView struct {
 
 // ViewOf is an item as the API (and the CLI's --json) shows it: tags and
 // links never null, times in the protocol's UTC format.
-func ViewOf(it mirror.Item) ItemView {
+func ViewOf(it store.Item) ItemView {
 	v := ItemView{ID: it.ID, Number: it.ID.Number(), Title: it.Title, Body: it.Body, Author: it.Author,
 		Provenance: it.Provenance, Tags: it.Tags, Links: it.Links}
 	if !it.CreatedAt.IsZero() {
-		v.CreatedAt = mirror.Timestamp(it.CreatedAt)
+		v.CreatedAt = store.Timestamp(it.CreatedAt)
 	}
 	if !it.UpdatedAt.IsZero() {
-		v.UpdatedAt = mirror.Timestamp(it.UpdatedAt)
+		v.UpdatedAt = store.Timestamp(it.UpdatedAt)
 	}
 	if v.Tags == nil {
 		v.Tags = []string{}
@@ -57,7 +57,7 @@ type ItemDetail struct {
 	LifetimeAttempts int `json:"lifetimeAttempts"`
 	// Claim is the claim status; its state is held, lapsed (quarantined on
 	// evidence of work), abandoned, released, or "" when never claimed.
-	Claim mirror.ClaimStatus `json:"claim"`
+	Claim store.ClaimStatus `json:"claim"`
 	// Stale is true when an anchoredTo target moved on the item's base
 	// branch since the link was written (StaleLinks names them); re-validate
 	// the specification and write the link again. DanglingLinks are links
@@ -131,18 +131,18 @@ func (h *handler) getItem(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, d)
 }
 
-// ItemReader is what Describe reads (*mirror.Ledger).
+// ItemReader is what Describe reads (*store.Ledger).
 type ItemReader interface {
-	Get(ctx context.Context, repoID int64, id gating.ItemID) (mirror.Item, error)
-	Status(ctx context.Context, repoID int64, id gating.ItemID) (mirror.ClaimStatus, error)
-	ClaimSnapshot(ctx context.Context, repoID int64, id gating.ItemID) (*mirror.RepoSnapshot, error)
+	Get(ctx context.Context, repoID int64, id gating.ItemID) (store.Item, error)
+	Status(ctx context.Context, repoID int64, id gating.ItemID) (store.ClaimStatus, error)
+	ClaimSnapshot(ctx context.Context, repoID int64, id gating.ItemID) (*store.RepoSnapshot, error)
 }
 
 // Describe is GET /items/{id}'s answer for an item: its claim status,
 // attempts (this epoch's and its lifetime's), its stale anchors (moved on
 // its base branch, as push deliveries recorded them) and its dangling links
 // (targets that are not items, anchors with nothing left at their path).
-func Describe(ctx context.Context, l ItemReader, repoID int64, it mirror.Item) (ItemDetail, error) {
+func Describe(ctx context.Context, l ItemReader, repoID int64, it store.Item) (ItemDetail, error) {
 	d := ItemDetail{ItemView: ViewOf(it), StaleLinks: []gating.Link{}, DanglingLinks: []gating.Link{}}
 	st, err := l.Status(ctx, repoID, it.ID)
 	if err != nil {
@@ -173,7 +173,7 @@ func Describe(ctx context.Context, l ItemReader, repoID int64, it mirror.Item) (
 			switch {
 			case err == nil:
 				exists = true
-			case errors.Is(err, mirror.ErrNotFound):
+			case errors.Is(err, store.ErrNotFound):
 				exists = false
 			default:
 				return d, err
@@ -211,7 +211,7 @@ func (h *handler) patchItem(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, p)
 		return
 	}
-	p := mirror.Patch{Title: req.Title, Body: req.Body, Author: req.Author, Provenance: req.Provenance,
+	p := store.Patch{Title: req.Title, Body: req.Body, Author: req.Author, Provenance: req.Provenance,
 		AddTags: req.AddTags, RemoveTags: req.RemoveTags, FencingToken: req.FencingToken}
 	var prob *Problem
 	if req.Title != nil {
@@ -249,7 +249,7 @@ func (h *handler) patchItem(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, prob)
 		return
 	}
-	var opts mirror.WriteOptions
+	var opts store.WriteOptions
 	if containsStr(req.AddTags, "state:complete") {
 		before, err := h.ledger.Get(ctx, repo.ID, id)
 		if err != nil {
@@ -263,7 +263,7 @@ func (h *handler) patchItem(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	var before mirror.Item
+	var before store.Item
 	if h.opt.Writes != nil {
 		var err error
 		if before, err = h.ledger.Get(ctx, repo.ID, id); err != nil {
@@ -294,7 +294,7 @@ func (h *handler) patchItem(w http.ResponseWriter, r *http.Request) {
 // writing an anchor (again) re-validates it — its blob SHA on the item's
 // base branch is recorded and its stale mark cleared.
 type AnchorWriter interface {
-	AnchorsWritten(ctx context.Context, repo mirror.Repo, it mirror.Item, added, removed []string) error
+	AnchorsWritten(ctx context.Context, repo store.Repo, it store.Item, added, removed []string) error
 }
 
 func anchorTargets(links []gating.Link) []string {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/wardenhq/warden/app"
 	"github.com/wardenhq/warden/gating"
-	"github.com/wardenhq/warden/mirror"
+	"github.com/wardenhq/warden/mirror/store"
 )
 
 // Problem is an RFC 9457 problem document (application/problem+json) with
@@ -108,7 +108,7 @@ func toProblem(err error) *Problem {
 		p.Rejected = ref.Rejected
 		return p
 	}
-	var fe *mirror.FenceError
+	var fe *store.FenceError
 	if errors.As(err, &fe) {
 		p := problem(http.StatusConflict, string(fe.Verdict), "%s", fenceDetail(fe))
 		item := string(fe.Item)
@@ -117,9 +117,9 @@ func toProblem(err error) *Problem {
 		return p
 	}
 	switch {
-	case errors.Is(err, mirror.ErrNotFound):
+	case errors.Is(err, store.ErrNotFound):
 		return problem(http.StatusNotFound, ReasonMissing, "no such item")
-	case errors.Is(err, mirror.ErrExists):
+	case errors.Is(err, store.ErrExists):
 		return problem(http.StatusConflict, ReasonExists, "the item already exists")
 	}
 	if rl, ok := app.IsRateLimited(err); ok {
@@ -144,7 +144,7 @@ func toProblem(err error) *Problem {
 	return p
 }
 
-func fenceDetail(fe *mirror.FenceError) string {
+func fenceDetail(fe *store.FenceError) string {
 	what := map[gating.Verdict]string{
 		gating.StaleToken:    "the fencing token is older than the item's current fence: another claim superseded yours",
 		gating.ClaimRequired: "the item is under a live claim: present its fencing token",

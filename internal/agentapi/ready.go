@@ -4,7 +4,7 @@ import (
 	"net/http"
 
 	"github.com/wardenhq/warden/gating"
-	"github.com/wardenhq/warden/mirror"
+	"github.com/wardenhq/warden/mirror/store"
 )
 
 // ReadyItem is one item of the ready set, in claim order: its place
@@ -35,12 +35,12 @@ type ReadySet struct {
 
 // Ready computes the ready set of a repository snapshot, keeping at most
 // limit ready items (0: all).
-func Ready(rs *mirror.RepoSnapshot, limit int) ReadySet {
+func Ready(rs *store.RepoSnapshot, limit int) ReadySet {
 	return ReadyOf(rs, rs.Ready(), limit)
 }
 
 // ReadyOf is Ready for a result already computed from rs.
-func ReadyOf(rs *mirror.RepoSnapshot, r gating.Result, limit int) ReadySet {
+func ReadyOf(rs *store.RepoSnapshot, r gating.Result, limit int) ReadySet {
 	out := ReadySet{Ready: []ReadyItem{}, Excluded: r.Excluded, Defects: r.Defects, Alarms: r.Alarms, ReadyCount: len(r.Ready)}
 	for _, e := range r.Ready {
 		if limit > 0 && len(out.Ready) >= limit {
@@ -50,7 +50,7 @@ func ReadyOf(rs *mirror.RepoSnapshot, r gating.Result, limit int) ReadySet {
 		if it := rs.Items[e.Item]; it != nil {
 			ri.ItemView = ViewOf(*it)
 		} else {
-			ri.ItemView = ViewOf(mirror.Item{ID: e.Item})
+			ri.ItemView = ViewOf(store.Item{ID: e.Item})
 		}
 		ri.Attempts, ri.LifetimeAttempts = rs.Attempts(e.Item)
 		if ri.Overlaps == nil {
@@ -72,7 +72,7 @@ func ReadyOf(rs *mirror.RepoSnapshot, r gating.Result, limit int) ReadySet {
 
 // Report is GET /report: the "where are we" report of a repository
 // snapshot, clean re-claims included (from the grant log).
-func Report(rs *mirror.RepoSnapshot) gating.Report { return rs.Report(rs.Ready()) }
+func Report(rs *store.RepoSnapshot) gating.Report { return rs.Report(rs.Ready()) }
 
 func (h *handler) ready(w http.ResponseWriter, r *http.Request) {
 	// Like GET /items: 100 ready items unless asked (1 to 1000);

@@ -5,7 +5,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/wardenhq/warden/mirror"
+	"github.com/wardenhq/warden/mirror/store"
 )
 
 // TestAgentAPIEndToEnd drives the agent API of the running service: a
@@ -38,7 +38,7 @@ func TestAgentAPIEndToEnd(t *testing.T) {
 		}
 	})
 	// A worker claims under its own owner prefix and nobody else's.
-	var claim mirror.ClaimResult
+	var claim store.ClaimResult
 	if code, err := e.API(ctx, WorkerToken, http.MethodPost, "/items/issue-1/claim", map[string]any{"owner": "someone-else/1"}, nil); err != nil || code != http.StatusForbidden {
 		t.Fatalf("claim under another owner: %d %v", code, err)
 	}
@@ -46,7 +46,7 @@ func TestAgentAPIEndToEnd(t *testing.T) {
 		t.Fatalf("claim: %d %v %+v", code, err, claim)
 	}
 	token := *claim.FencingToken
-	var other mirror.ClaimResult
+	var other store.ClaimResult
 	if _, err := e.API(ctx, PMToken, http.MethodPost, "/items/issue-1/claim", map[string]any{"owner": "pm/x"}, &other); err != nil || other.Granted || *other.Reason != "contended" {
 		t.Fatalf("second claim: %+v %v", other, err)
 	}
@@ -57,11 +57,11 @@ func TestAgentAPIEndToEnd(t *testing.T) {
 	if code, err := e.API(ctx, WorkerToken, http.MethodPatch, "/items/issue-1", map[string]any{"body": body, "fencingToken": token}, nil); err != nil || code != 200 {
 		t.Fatalf("fenced write: %d %v", code, err)
 	}
-	var renewed mirror.ClaimResult
+	var renewed store.ClaimResult
 	if _, err := e.API(ctx, WorkerToken, http.MethodPost, "/items/issue-1/renew", map[string]any{"fencingToken": token}, &renewed); err != nil || !renewed.Granted || renewed.LeaseShortened == nil || !*renewed.LeaseShortened {
 		t.Fatalf("renew without a length must report the shortened lease: %+v %v", renewed, err)
 	}
-	var released mirror.ReleaseResult
+	var released store.ReleaseResult
 	if _, err := e.API(ctx, WorkerToken, http.MethodPost, "/items/issue-1/release", map[string]any{"fencingToken": token}, &released); err != nil || !released.Released {
 		t.Fatalf("release: %+v %v", released, err)
 	}

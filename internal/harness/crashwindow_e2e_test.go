@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/wardenhq/warden/mirror"
+	"github.com/wardenhq/warden/mirror/store"
 )
 
 // End-to-end tests of warden's two crash windows between a GitHub write and
@@ -165,8 +166,8 @@ func (x *e2e) parkedByHand(t *testing.T, title string) (int, comment, int64) {
 	if len(pcs) != 1 {
 		t.Fatalf("#%d has %d park comments after the park, want 1: %+v", n, len(pcs), x.comments(n))
 	}
-	if stage, cid := x.parkRow(t, n); stage != mirror.ParkCommented || cid != pcs[0].ID {
-		t.Fatalf("park record of #%d: stage %q comment %d, want %q %d", n, stage, cid, mirror.ParkCommented, pcs[0].ID)
+	if stage, cid := x.parkRow(t, n); stage != store.ParkCommented || cid != pcs[0].ID {
+		t.Fatalf("park record of #%d: stage %q comment %d, want %q %d", n, stage, cid, store.ParkCommented, pcs[0].ID)
 	}
 	return n, pcs[0], cmd.ID
 }
@@ -179,7 +180,7 @@ func (x *e2e) parkedByHand(t *testing.T, title string) (int, comment, int64) {
 func (x *e2e) loseParkComment(t *testing.T, n int, commentID int64) {
 	t.Helper()
 	x.exec(t, 1, `UPDATE item_parks SET stage = $1, comment_id = 0 WHERE repo_id = $2 AND number = $3`,
-		mirror.ParkCommenting, x.Repo.ID, n)
+		store.ParkCommenting, x.Repo.ID, n)
 	x.exec(t, 1, `DELETE FROM trail_comments WHERE repo_id = $1 AND number = $2 AND comment_id = $3`, x.Repo.ID, n, commentID)
 }
 
@@ -202,8 +203,8 @@ func TestParkCommentPostInterruptedIsAdopted(t *testing.T) {
 		if len(pcs) != 1 || pcs[0].ID != pc.ID {
 			t.Fatalf("#%d has park comments %+v after the interrupted post, want only %d", n, pcs, pc.ID)
 		}
-		if stage, cid := x.parkRow(t, n); stage != mirror.ParkCommented || cid != pc.ID {
-			t.Errorf("park record of #%d: stage %q comment %d, want %q %d (the adopted comment)", n, stage, cid, mirror.ParkCommented, pc.ID)
+		if stage, cid := x.parkRow(t, n); stage != store.ParkCommented || cid != pc.ID {
+			t.Errorf("park record of #%d: stage %q comment %d, want %q %d (the adopted comment)", n, stage, cid, store.ParkCommented, pc.ID)
 		}
 		if w := x.simWrites() - writes; w != 0 {
 			t.Errorf("adopting the park comment made %d GitHub writes, want none", w)
@@ -232,8 +233,8 @@ func TestParkCommentPostInterruptedIsAdopted(t *testing.T) {
 		if len(pcs) != 1 || pcs[0].ID != pc.ID {
 			t.Fatalf("#%d has park comments %+v after the command was handled again, want only %d", n, pcs, pc.ID)
 		}
-		if stage, cid := x.parkRow(t, n); stage != mirror.ParkCommented || cid != pc.ID {
-			t.Errorf("park record of #%d: stage %q comment %d, want %q %d (the adopted comment)", n, stage, cid, mirror.ParkCommented, pc.ID)
+		if stage, cid := x.parkRow(t, n); stage != store.ParkCommented || cid != pc.ID {
+			t.Errorf("park record of #%d: stage %q comment %d, want %q %d (the adopted comment)", n, stage, cid, store.ParkCommented, pc.ID)
 		}
 		if f := x.fence(t, n); f != fenceBefore {
 			t.Errorf("#%d: the park was begun again (fence %d -> %d), want it resumed", n, fenceBefore, f)
@@ -272,8 +273,8 @@ func TestParkCommentPostInterruptedIsAdopted(t *testing.T) {
 		if pcs[0].ID == pc.ID {
 			t.Fatalf("#%d: the park comment kept the lost id %d", n, pc.ID)
 		}
-		if stage, cid := x.parkRow(t, n); stage != mirror.ParkCommented || cid != pcs[0].ID {
-			t.Errorf("park record of #%d: stage %q comment %d, want %q %d", n, stage, cid, mirror.ParkCommented, pcs[0].ID)
+		if stage, cid := x.parkRow(t, n); stage != store.ParkCommented || cid != pcs[0].ID {
+			t.Errorf("park record of #%d: stage %q comment %d, want %q %d", n, stage, cid, store.ParkCommented, pcs[0].ID)
 		}
 		x.MustSweep(t)
 		if pcs := x.parkComments(n); len(pcs) != 1 {

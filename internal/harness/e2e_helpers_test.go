@@ -15,6 +15,7 @@ import (
 	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/ghsim"
 	"github.com/wardenhq/warden/mirror"
+	"github.com/wardenhq/warden/mirror/store"
 )
 
 // Shared helpers of the end-to-end tests written from CONTRACT.md §5–§7
@@ -275,10 +276,10 @@ func (x *e2e) say(t *testing.T, a *ghsim.Actor, n int, body string) *ghsim.Comme
 
 // itemFull is GET /items/{id} as a client reads it.
 type itemFull struct {
-	ID       string             `json:"id"`
-	Tags     []string           `json:"tags"`
-	Attempts int                `json:"attempts"`
-	Claim    mirror.ClaimStatus `json:"claim"`
+	ID       string            `json:"id"`
+	Tags     []string          `json:"tags"`
+	Attempts int               `json:"attempts"`
+	Claim    store.ClaimStatus `json:"claim"`
 }
 
 func (i itemFull) has(tag string) bool { return slices.Contains(i.Tags, tag) }
@@ -477,9 +478,9 @@ func (x *e2e) cycle(t *testing.T, token, owner string, agent *ghsim.Actor, id st
 
 // refused checks that a claim was refused as not ready with one of the
 // exclusions (any when none is given).
-func refused(t *testing.T, r mirror.ClaimResult, exclusions ...string) {
+func refused(t *testing.T, r store.ClaimResult, exclusions ...string) {
 	t.Helper()
-	if r.Granted || r.Reason == nil || *r.Reason != mirror.ReasonNotReady || r.Exclusion == nil ||
+	if r.Granted || r.Reason == nil || *r.Reason != store.ReasonNotReady || r.Exclusion == nil ||
 		(len(exclusions) > 0 && !slices.Contains(exclusions, *r.Exclusion)) {
 		b, _ := json.Marshal(r)
 		t.Errorf("claim answered %s, want granted false, reason not-ready, exclusion in %v", b, exclusions)

@@ -13,7 +13,7 @@ import (
 
 	"github.com/wardenhq/warden/gating"
 	"github.com/wardenhq/warden/internal/config"
-	"github.com/wardenhq/warden/mirror"
+	"github.com/wardenhq/warden/mirror/store"
 )
 
 // readySet is GET /ready's answer as a client reads it.
@@ -69,24 +69,24 @@ func (e *Env) mustReport(t *testing.T) gating.Report {
 }
 
 // claim asks for a claim and returns the answer (a refusal is an answer).
-func (e *Env) claim(t *testing.T, token, id string, body map[string]any) mirror.ClaimResult {
+func (e *Env) claim(t *testing.T, token, id string, body map[string]any) store.ClaimResult {
 	t.Helper()
-	var r mirror.ClaimResult
+	var r store.ClaimResult
 	if code, err := e.API(context.Background(), token, http.MethodPost, "/items/"+id+"/claim", body, &r); err != nil || code != http.StatusOK {
 		t.Fatalf("claim %s: %d %v", id, code, err)
 	}
 	return r
 }
 
-func notReady(t *testing.T, r mirror.ClaimResult, exclusion string) {
+func notReady(t *testing.T, r store.ClaimResult, exclusion string) {
 	t.Helper()
-	if r.Granted || r.Reason == nil || *r.Reason != mirror.ReasonNotReady || r.Exclusion == nil || *r.Exclusion != exclusion {
+	if r.Granted || r.Reason == nil || *r.Reason != store.ReasonNotReady || r.Exclusion == nil || *r.Exclusion != exclusion {
 		b, _ := json.Marshal(r)
 		t.Fatalf("claim answered %s, want granted false, reason not-ready, exclusion %s", b, exclusion)
 	}
 }
 
-func granted(t *testing.T, r mirror.ClaimResult) int64 {
+func granted(t *testing.T, r store.ClaimResult) int64 {
 	t.Helper()
 	if !r.Granted || r.FencingToken == nil {
 		b, _ := json.Marshal(r)
@@ -155,7 +155,7 @@ func TestReadyAdmission(t *testing.T) {
 	// A maintenance claim skips readiness (and is no attempt).
 	m := e.claim(t, PMToken, byPM, map[string]any{"owner": "pm/repair", "purpose": "maintenance"})
 	tok := granted(t, m)
-	var rel mirror.ReleaseResult
+	var rel store.ReleaseResult
 	if _, err := e.API(ctx, PMToken, http.MethodPost, "/items/"+byPM+"/release", map[string]any{"fencingToken": tok}, &rel); err != nil || !rel.Released {
 		t.Fatalf("release: %+v %v", rel, err)
 	}
@@ -198,8 +198,8 @@ func TestReadyBlockedDependent(t *testing.T) {
 	// API's business; here the ledger is told it was proven).
 	tok := granted(t, e.claim(t, WorkerToken, blocker, map[string]any{"owner": "worker-7/run-1", "leaseSeconds": 600}))
 	repo, _ := e.Service.Ledger.Repo(ctx, "acme/app")
-	if _, err := e.Service.Ledger.Update(ctx, repo.ID, gating.ItemID(blocker), mirror.Patch{AddTags: []string{"state:complete"}, FencingToken: &tok},
-		mirror.Actor{Role: gating.RoleWorker, Name: "worker-7"}, mirror.WriteOptions{CompletionProven: true}); err != nil {
+	if _, err := e.Service.Ledger.Update(ctx, repo.ID, gating.ItemID(blocker), store.Patch{AddTags: []string{"state:complete"}, FencingToken: &tok},
+		store.Actor{Role: gating.RoleWorker, Name: "worker-7"}, store.WriteOptions{CompletionProven: true}); err != nil {
 		t.Fatal(err)
 	}
 	s = e.mustReady(t)
@@ -373,8 +373,8 @@ func TestReadyAndReportShapes(t *testing.T) {
 }
 
 type itemDetail struct {
-	Attempts int                `json:"attempts"`
-	Claim    mirror.ClaimStatus `json:"claim"`
+	Attempts int               `json:"attempts"`
+	Claim    store.ClaimStatus `json:"claim"`
 }
 
 func (e *Env) detail(t *testing.T, id string) itemDetail {
@@ -386,9 +386,9 @@ func (e *Env) detail(t *testing.T, id string) itemDetail {
 	return d
 }
 
-func (e *Env) status(t *testing.T, id string) mirror.ClaimStatus {
+func (e *Env) status(t *testing.T, id string) store.ClaimStatus {
 	t.Helper()
-	var st mirror.ClaimStatus
+	var st store.ClaimStatus
 	if code, err := e.API(context.Background(), WorkerToken, http.MethodGet, "/items/"+id+"/claim", nil, &st); err != nil || code != http.StatusOK {
 		t.Fatalf("GET /items/%s/claim: %d %v", id, code, err)
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/wardenhq/warden/gating"
 	"github.com/wardenhq/warden/internal/ghsim"
-	"github.com/wardenhq/warden/mirror"
+	"github.com/wardenhq/warden/mirror/store"
 )
 
 func markerAt() string { return time.Now().UTC().Format("2006-01-02T15:04:05Z") }
@@ -20,7 +20,7 @@ func claimMarker(id, owner string, fence int64) string {
 
 func (e *Env) release(t *testing.T, token, id string, fence int64) {
 	t.Helper()
-	var rel mirror.ReleaseResult
+	var rel store.ReleaseResult
 	if _, err := e.API(context.Background(), token, http.MethodPost, "/items/"+id+"/release", map[string]any{"fencingToken": fence}, &rel); err != nil || !rel.Released {
 		t.Fatalf("release %s: %+v %v", id, rel, err)
 	}

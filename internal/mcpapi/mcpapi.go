@@ -31,7 +31,7 @@ import (
 
 	"github.com/wardenhq/warden/internal/agentapi"
 	"github.com/wardenhq/warden/internal/config"
-	"github.com/wardenhq/warden/mirror"
+	"github.com/wardenhq/warden/mirror/store"
 )
 
 // Options wire the endpoint to the service.
@@ -44,9 +44,9 @@ type Options struct {
 	Tokens []config.APIToken
 	// RepoKeys is WARDEN_MCP_REPOS: repoId -> owner/repo.
 	RepoKeys map[string]string
-	// Repos lists the repositories warden serves (mirror.Ledger.Repos): a
+	// Repos lists the repositories warden serves (store.Ledger.Repos): a
 	// repoId without a RepoKeys entry names the one whose name it equals.
-	Repos func(ctx context.Context) ([]mirror.Repo, error)
+	Repos func(ctx context.Context) ([]store.Repo, error)
 	// Version is reported to clients in the initialize answer.
 	Version string
 	// SessionTimeout closes a session idle this long (0: 30 minutes).
@@ -95,7 +95,7 @@ backlog_ready answers the ready set with every exclusion and defect; backlog_rep
 type service struct {
 	api      http.Handler
 	repoKeys map[string]string
-	repos    func(ctx context.Context) ([]mirror.Repo, error)
+	repos    func(ctx context.Context) ([]store.Repo, error)
 	creds    []credential
 	log      *slog.Logger
 }

@@ -17,7 +17,7 @@ import (
 
 	"github.com/wardenhq/warden/gating"
 	"github.com/wardenhq/warden/internal/config"
-	"github.com/wardenhq/warden/mirror"
+	"github.com/wardenhq/warden/mirror/store"
 )
 
 func TestMCPParseKey(t *testing.T) {
@@ -52,13 +52,13 @@ func TestMCPParseKey(t *testing.T) {
 	}
 }
 
-func repos(rs ...mirror.Repo) func(context.Context) ([]mirror.Repo, error) {
-	return func(context.Context) ([]mirror.Repo, error) { return rs, nil }
+func repos(rs ...store.Repo) func(context.Context) ([]store.Repo, error) {
+	return func(context.Context) ([]store.Repo, error) { return rs, nil }
 }
 
 func TestMCPResolveRepoID(t *testing.T) {
 	s := &service{repoKeys: map[string]string{"lattice": "NSTA1/Orleans.Lattice"},
-		repos: repos(mirror.Repo{ID: 7, FullName: "acme/app"}, mirror.Repo{ID: 8, FullName: "acme/lib"}, mirror.Repo{ID: 9, FullName: "other/lib"}),
+		repos: repos(store.Repo{ID: 7, FullName: "acme/app"}, store.Repo{ID: 8, FullName: "acme/lib"}, store.Repo{ID: 9, FullName: "other/lib"}),
 		log:   discard()}
 	ctx := context.Background()
 	for in, want := range map[string]string{"lattice": "NSTA1/Orleans.Lattice", "app": "acme/app", "APP": "acme/app", "7": "acme/app", "9": "other/lib"} {
@@ -79,7 +79,7 @@ func TestMCPResolveRepoID(t *testing.T) {
 }
 
 func TestMCPLinkTargets(t *testing.T) {
-	s := &service{repos: repos(mirror.Repo{ID: 7, FullName: "acme/app"}, mirror.Repo{ID: 8, FullName: "acme/lib"}), log: discard()}
+	s := &service{repos: repos(store.Repo{ID: 7, FullName: "acme/app"}, store.Repo{ID: 8, FullName: "acme/lib"}), log: discard()}
 	got := s.linksIn(context.Background(), nil, "app", "acme/app", map[string][]string{
 		"blockedBy":  {"repo/app/mem/backlog/issue-3", "issue-4", "repo/lib/mem/backlog/issue-5", "repo/7/mem/backlog/issue-6", "repo/app/file/x.go"},
 		"anchoredTo": {"repo/app/file/src/main.go", "src/other.go", "repo/lib/file/y.go"},
@@ -155,7 +155,7 @@ func TestMCPToolsCallTheAgentAPI(t *testing.T) {
 	api := &fakeAPI{}
 	const tok = "worker-token-0123456789"
 	h := New(Options{API: api, Tokens: []config.APIToken{{Name: "worker-7", Token: tok, Role: "worker"}},
-		Repos: repos(mirror.Repo{ID: 1, FullName: "acme/app"})})
+		Repos: repos(store.Repo{ID: 1, FullName: "acme/app"})})
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 

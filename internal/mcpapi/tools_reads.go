@@ -10,7 +10,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenhq/warden/gating"
 	"github.com/wardenhq/warden/internal/agentapi"
-	"github.com/wardenhq/warden/mirror"
+	"github.com/wardenhq/warden/mirror/store"
 )
 
 // ---- reads ----
@@ -177,7 +177,7 @@ func (s *service) claimStatus(ctx context.Context, req *mcp.CallToolRequest, in 
 		return refused, nil, nil
 	}
 	if id == "" {
-		return nil, statusView(k, toMap(mirror.ClaimStatus{})), nil
+		return nil, statusView(k, toMap(store.ClaimStatus{})), nil
 	}
 	var st map[string]any
 	if _, p := c.call(ctx, http.MethodGet, itemPath(id, "/claim"), nil, nil, &st); p != nil {

@@ -8,7 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/wardenhq/warden/gating"
 	"github.com/wardenhq/warden/internal/agentapi"
-	"github.com/wardenhq/warden/mirror"
+	"github.com/wardenhq/warden/mirror/store"
 )
 
 // ---- writes ----
@@ -298,8 +298,8 @@ func (s *service) forget(ctx context.Context, req *mcp.CallToolRequest, in forge
 // noRecord is a claim or renew answer for a memory key warden keeps no
 // record of, as the protocol's store answers a key without a record.
 func noRecord(k key) map[string]any {
-	reason := mirror.ReasonMissing
-	return keyed(k, toMap(mirror.ClaimResult{Reason: &reason}))
+	reason := store.ReasonMissing
+	return keyed(k, toMap(store.ClaimResult{Reason: &reason}))
 }
 
 func (s *service) claim(ctx context.Context, req *mcp.CallToolRequest, in claimIn) (*mcp.CallToolResult, any, error) {
@@ -355,8 +355,8 @@ func (s *service) release(ctx context.Context, req *mcp.CallToolRequest, in rele
 		return refused, nil, nil
 	}
 	if id == "" {
-		reason := mirror.ReasonMissing
-		res := mirror.ReleaseResult{Reason: &reason}
+		reason := store.ReasonMissing
+		res := store.ReleaseResult{Reason: &reason}
 		if in.FencingToken != nil {
 			res.FencingToken = *in.FencingToken
 		}

@@ -18,7 +18,6 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
-	"github.com/google/go-github/v66/github"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -30,6 +29,7 @@ import (
 	"github.com/wardenhq/warden/internal/db"
 	"github.com/wardenhq/warden/internal/mcpapi"
 	"github.com/wardenhq/warden/mirror"
+	"github.com/wardenhq/warden/mirror/store"
 	"github.com/wardenhq/warden/webhooks"
 )
 
@@ -45,8 +45,8 @@ type Service struct {
 	Dispatcher *webhooks.Dispatcher
 	Metrics    *webhooks.Metrics
 	Registry   *prometheus.Registry
-	Ledger     *mirror.Ledger
-	Acts       *mirror.Acts
+	Ledger     *store.Ledger
+	Acts       *store.Acts
 	Mirror     *mirror.Mirror
 	// Public serves /webhooks, /healthz, /readyz (and later /api/v1, /mcp);
 	// Admin serves the status page and /metrics.
@@ -124,18 +124,16 @@ func Build(ctx context.Context, s *config.Settings, log *slog.Logger, o Options)
 		return nil, fmt.Errorf("open the settings store: %w", err)
 	}
 	repoSettings := settingsStore.Get
-	if svc.Ledger, err = mirror.OpenLedger(ctx, d, mirror.Config{Region: s.Region, LeaseDefault: s.LeaseDefault,
+	st, err := store.Open(ctx, d, store.Config{Region: s.Region, LeaseDefault: s.LeaseDefault,
 		LeaseMax: s.LeaseMax, Quarantine: s.Quarantine, Settings: repoSettings, Now: o.Now,
-		RepoFindings: func(ctx context.Context, r mirror.Repo) []gating.Defect {
+		RepoFindings: func(ctx context.Context, r store.Repo) []gating.Defect {
 			return svc.repoFindings(ctx, settingsStore, r)
-		}}); err != nil {
+		}})
+	if err != nil {
 		svc.Close()
-		return nil, fmt.Errorf("open the ledger: %w", err)
+		return nil, fmt.Errorf("open the store: %w", err)
 	}
-	if svc.Acts, err = mirror.OpenActs(ctx, d); err != nil {
-		svc.Close()
-		return nil, fmt.Errorf("open the acts record: %w", err)
-	}
+	svc.Ledger, svc.Acts = st.Ledger, st.Acts
 	perms := mirror.NewPermissions()
 	if o.Now != nil {
 		perms.Now = o.Now
@@ -156,7 +154,7 @@ func Build(ctx context.Context, s *config.Settings, log *slog.Logger, o Options)
 	}
 	reports.Now, reports.Settings = o.Now, repoSettings
 	settingsStore.IsRecordedAgent = func(repoID int64, login string) bool {
-		rec, err := svc.Acts.IsRecorded(context.WithoutCancel(ctx), repoID, login, mirror.AgentRecorded)
+		rec, err := svc.Acts.IsRecorded(context.WithoutCancel(ctx), repoID, login, store.AgentRecorded)
 		if err != nil {
 			log.Warn("recorded-agent lookup failed; the pusher counts as an agent (fail closed)", "login", login, "err", err)
 			return true
@@ -186,7 +184,7 @@ func Build(ctx context.Context, s *config.Settings, log *slog.Logger, o Options)
 	ingress := webhooks.NewIngress(svc.Inbox, svc.Metrics, log, webhooks.IngressOptions{
 		Secrets: s.WebhookSecrets, Handles: svc.Router.Handles,
 	})
-	defaults := mirror.DefaultSettings()
+	defaults := gating.DefaultSettings()
 	api := agentapi.New(svc.Ledger, agentapi.AppGitHub(svc.App), s.APITokens, agentapi.Options{
 		ItemLabel: defaults.ItemLabel, AdmissionLabel: defaults.AdmissionLabel,
 		DefaultPriority: defaults.DefaultPriority, DefaultPhase: defaults.DefaultPhase, Region: s.Region,
@@ -354,31 +352,17 @@ func Migrate(ctx context.Context, d *db.DB, s *config.Settings) error {
 		return fmt.Errorf("migrate the inbox: %w", err)
 	}
 	ib.Close()
-	if _, err := mirror.OpenLedger(ctx, d, mirror.Config{Region: s.Region, LeaseDefault: s.LeaseDefault,
-		LeaseMax: s.LeaseMax, Quarantine: s.Quarantine}); err != nil {
-		return fmt.Errorf("migrate the ledger (and the mirror's records): %w", err)
-	}
-	if _, err := mirror.OpenSettingsStore(ctx, d, nil, nil, nil); err != nil {
-		return fmt.Errorf("migrate the settings store: %w", err)
-	}
-	if _, err := mirror.OpenReports(ctx, d, noClients{}, nil); err != nil {
-		return fmt.Errorf("migrate the report comments: %w", err)
+	if err := store.Migrate(ctx, d); err != nil {
+		return err
 	}
 	return nil
-}
-
-// noClients is the GitHub side of a store opened only to migrate it.
-type noClients struct{}
-
-func (noClients) Installation(int64) (*github.Client, error) {
-	return nil, errors.New("no GitHub client: migrating only")
 }
 
 // repoFindings are a repository's findings that no item carries: its
 // settings file's problems and the logins seen acting as both an agent and
 // a human. A failed read is itself reported (the status page must not go
 // quiet on an error).
-func (svc *Service) repoFindings(ctx context.Context, st *mirror.SettingsStore, r mirror.Repo) []gating.Defect {
+func (svc *Service) repoFindings(ctx context.Context, st *mirror.SettingsStore, r store.Repo) []gating.Defect {
 	var out []gating.Defect
 	probs, err := st.Problems(ctx, r.ID)
 	if err != nil {
@@ -404,7 +388,7 @@ func (svc *Service) repoFindings(ctx context.Context, st *mirror.SettingsStore, 
 		return append(out, gating.Defect{Code: mirror.CodeSharedIdentity, Detail: "the recorded logins could not be read: " + err.Error()})
 	}
 	for _, l := range logins {
-		if l.Kind == mirror.SharedIdentity {
+		if l.Kind == store.SharedIdentity {
 			out = append(out, gating.Defect{Code: mirror.CodeSharedIdentity, Detail: l.Detail + "; it is refused every human act"})
 		}
 	}

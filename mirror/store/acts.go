@@ -1,4 +1,4 @@
-package mirror
+package store
 
 import (
 	"context"
@@ -14,30 +14,6 @@ import (
 // admitted an item, and when. An item's admission label being absent means
 // nothing without a recorded act (admission-unrecorded).
 type Acts struct{ db *db.DB }
-
-var actsMigrations = []db.Migration{{Version: 1, SQL: `
-CREATE TABLE admissions (
-	repo_id BIGINT NOT NULL,
-	number BIGINT NOT NULL,
-	admitted_by TEXT NOT NULL,
-	admitted_at BIGINT NOT NULL,
-	how TEXT NOT NULL,
-	PRIMARY KEY (repo_id, number)
-)`}, actsMigrationV2}
-
-// OpenActs migrates and returns the acts store.
-func OpenActs(ctx context.Context, d *db.DB) (*Acts, error) {
-	if err := d.Migrate(ctx, "acts", actsMigrations); err != nil {
-		return nil, err
-	}
-	if err := d.Migrate(ctx, "commands", commandMigrations); err != nil {
-		return nil, err
-	}
-	if err := d.Migrate(ctx, "backfills", backfillMigrations); err != nil {
-		return nil, err
-	}
-	return &Acts{db: d}, nil
-}
 
 // Admission is a recorded admission act.
 type Admission struct {

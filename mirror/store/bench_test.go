@@ -1,4 +1,4 @@
-package mirror
+package store
 
 import (
 	"context"
@@ -26,9 +26,9 @@ func benchLedger(b *testing.B) (*Ledger, context.Context) {
 	}
 	b.Cleanup(func() { d.Close() })
 	// Claims cycle on the same items: no poison threshold in the way.
-	l, err := OpenLedger(ctx, d, Config{Region: "local", LeaseDefault: 30 * time.Second, LeaseMax: 30 * time.Minute,
-		Settings: func(context.Context, Repo) RepoSettings {
-			s := DefaultSettings()
+	l, err := openLedger(ctx, d, Config{Region: "local", LeaseDefault: 30 * time.Second, LeaseMax: 30 * time.Minute,
+		Settings: func(context.Context, Repo) gating.Settings {
+			s := gating.DefaultSettings()
 			s.PoisonThreshold = 1 << 30
 			return s
 		}})

@@ -1,4 +1,4 @@
-package mirror
+package store
 
 import (
 	"context"
@@ -35,7 +35,7 @@ func TestLedgerConformancePostgres(t *testing.T) {
 
 func openPostgresLedger(t *testing.T) *Ledger {
 	t.Helper()
-	l, err := OpenLedger(context.Background(), dbtest.Postgres(t), Config{Region: "local"})
+	l, err := openLedger(context.Background(), dbtest.Postgres(t), Config{Region: "local"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func openSQLiteLedger(t *testing.T) *Ledger {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close() })
-	l, err := OpenLedger(ctx, d, Config{Region: "local"})
+	l, err := openLedger(ctx, d, Config{Region: "local"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1450,8 +1450,8 @@ func testRace(t *testing.T, e *env) {
 	// Hundreds of custody changes on one item: raise the poison threshold
 	// (it would otherwise be poisoned after three).
 	cfg := testConfig(e.clock, testRegion)
-	cfg.Settings = func(context.Context, Repo) RepoSettings {
-		s := DefaultSettings()
+	cfg.Settings = func(context.Context, Repo) gating.Settings {
+		s := gating.DefaultSettings()
 		s.PoisonThreshold = 1 << 30
 		return s
 	}

@@ -1,4 +1,4 @@
-package mirror
+package store
 
 import (
 	"context"
@@ -38,7 +38,7 @@ const pushSlack = time.Second
 // recordEvidence upserts the evidence of one grant through q (a write
 // transaction or the write pool): at replaces the stored time only when it
 // is later.
-func recordEvidence(ctx context.Context, q querier, repoID int64, n int, fence int64, at int64, kind string) error {
+func recordEvidence(ctx context.Context, q Querier, repoID int64, n int, fence int64, at int64, kind string) error {
 	_, err := q.ExecContext(ctx, `INSERT INTO ledger_evidence (repo_id, number, fence, last_at, kind) VALUES ($1, $2, $3, $4, $5)
 		ON CONFLICT (repo_id, number, fence) DO UPDATE SET last_at = excluded.last_at, kind = excluded.kind
 		WHERE excluded.last_at > ledger_evidence.last_at`, repoID, n, fence, at, kind)
@@ -201,7 +201,7 @@ func (l *Ledger) RecordBranchPush(ctx context.Context, repoID int64, branch stri
 
 // evidenceOf reads the recorded evidence of one grant (unix ms and kind; 0
 // and "" when none).
-func evidenceOf(ctx context.Context, q querier, repoID int64, n int, fence int64) (int64, string, error) {
+func evidenceOf(ctx context.Context, q Querier, repoID int64, n int, fence int64) (int64, string, error) {
 	var at int64
 	var kind string
 	err := q.QueryRowContext(ctx, `SELECT last_at, kind FROM ledger_evidence WHERE repo_id = $1 AND number = $2 AND fence = $3`,
@@ -229,4 +229,10 @@ func claimView(it *Item, evidenceMs int64) gating.ClaimView {
 		}
 	}
 	return cv
+}
+
+// LastEvidence is the latest evidence of work recorded for the grant with
+// fence on item n: when (Unix milliseconds, 0 for none) and its kind.
+func (l *Ledger) LastEvidence(ctx context.Context, repoID int64, n int, fence int64) (int64, string, error) {
+	return evidenceOf(ctx, l.db.Read, repoID, n, fence)
 }

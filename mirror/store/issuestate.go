@@ -1,4 +1,4 @@
-package mirror
+package store
 
 import (
 	"context"
@@ -8,32 +8,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/wardenhq/warden/internal/db"
 )
-
-// Issue state: each issue's current labels and open/closed state as the
-// latest `issues` delivery (or the API's own answer) reported them, so that
-// the ready set knows whether the admission label is on an item's issue
-// without asking GitHub.
-//
-// GitHub does not keep delivery order, and every `issues` payload carries
-// the issue's full current label set and its updated_at. A payload is applied
-// only when its updated_at is not older than the one stored: an older
-// payload never overwrites a newer one. (GitHub's updated_at has one-second
-// resolution; two payloads of the same second are applied in the order they
-// are processed. The admission decision itself also needs a recorded human
-// act, so a stale label set within one second never admits anything.)
-var issueStateMigrations = []db.Migration{
-	{Version: 1, SQL: `CREATE TABLE issue_state (
-	repo_id BIGINT NOT NULL,
-	number BIGINT NOT NULL,
-	state TEXT NOT NULL,
-	labels TEXT NOT NULL,
-	updated_at BIGINT NOT NULL,
-	recorded_at BIGINT NOT NULL,
-	PRIMARY KEY (repo_id, number))`},
-}
 
 // Issue states beyond GitHub's open and closed.
 const (

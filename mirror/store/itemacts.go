@@ -1,4 +1,4 @@
-package mirror
+package store
 
 import (
 	"context"
@@ -7,76 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/wardenhq/warden/internal/db"
 )
-
-// The acts warden remembers per item beyond admissions (CONTRACT.md §5–§7):
-//
-//   - item_epochs: the last human unpark, which starts a new attempt epoch,
-//     and the last /backlog resolve, which clears takeover collisions whose
-//     evidence is at or before it. Both only move forward.
-//   - item_parks: the parking ladder's progress for warden's own park (the
-//     fence of its maintenance claim, the attempts it parked at, the route,
-//     the question, the park comment once posted), so that a park
-//     interrupted half-way is finished rather than started again.
-//   - label_findings: findings that come from label acts rather than from
-//     the ledger (agent-removed-admission, agent-removed-park,
-//     park-label-without-tag, item-label-removed, park-without-question):
-//     each open until what resolves it happens, with the actor and a count
-//     of repeats keyed by the GitHub event that caused each one (so the
-//     same event seen twice counts once).
-//   - repo_agents: logins recorded as agents from the trail
-//     (undeclared-agent) and logins seen acting as both (shared-identity).
-var actsMigrationV2 = db.Migration{Version: 2, SQL: `
-CREATE TABLE item_epochs (
-	repo_id BIGINT NOT NULL,
-	number BIGINT NOT NULL,
-	epoch_start BIGINT NOT NULL,
-	epoch_by TEXT NOT NULL,
-	resolved_at BIGINT NOT NULL,
-	resolved_by TEXT NOT NULL,
-	PRIMARY KEY (repo_id, number)
-);
-CREATE TABLE item_parks (
-	repo_id BIGINT NOT NULL,
-	number BIGINT NOT NULL,
-	fence BIGINT NOT NULL,
-	attempts BIGINT NOT NULL,
-	ruling_owner TEXT NOT NULL,
-	ruling_topic TEXT NOT NULL,
-	question TEXT NOT NULL,
-	stage TEXT NOT NULL,
-	comment_id BIGINT NOT NULL,
-	at BIGINT NOT NULL,
-	PRIMARY KEY (repo_id, number)
-);
-CREATE TABLE label_findings (
-	repo_id BIGINT NOT NULL,
-	number BIGINT NOT NULL,
-	code TEXT NOT NULL,
-	actor TEXT NOT NULL,
-	detail TEXT NOT NULL,
-	count BIGINT NOT NULL,
-	open BIGINT NOT NULL,
-	at BIGINT NOT NULL,
-	PRIMARY KEY (repo_id, number, code)
-);
-CREATE TABLE label_finding_events (
-	repo_id BIGINT NOT NULL,
-	number BIGINT NOT NULL,
-	code TEXT NOT NULL,
-	event_key TEXT NOT NULL,
-	PRIMARY KEY (repo_id, number, code, event_key)
-);
-CREATE TABLE repo_agents (
-	repo_id BIGINT NOT NULL,
-	login TEXT NOT NULL,
-	kind TEXT NOT NULL,
-	detail TEXT NOT NULL,
-	at BIGINT NOT NULL,
-	PRIMARY KEY (repo_id, login, kind)
-)`}
 
 // Epoch is an item's attempt epoch and collision resolution.
 type Epoch struct {

@@ -1,4 +1,4 @@
-package mirror
+package store
 
 import (
 	"cmp"
@@ -46,7 +46,7 @@ type Config struct {
 	// Settings returns a repository's backlog settings (its admission label
 	// and poison threshold are what the ready set reads); nil: the
 	// contract's defaults.
-	Settings func(ctx context.Context, r Repo) RepoSettings
+	Settings func(ctx context.Context, r Repo) gating.Settings
 	// RepoFindings returns a repository's findings that no item carries
 	// (settings-invalid, settings-changed-by-agent, shared-identity); the
 	// snapshot's ready set reports them beside its own. nil: none.
@@ -95,44 +95,6 @@ type itemKey struct {
 	number int
 }
 
-// OpenLedger migrates the ledger's schema and returns the ledger.
-func OpenLedger(ctx context.Context, d *db.DB, cfg Config) (*Ledger, error) {
-	l, err := newLedger(d, cfg)
-	if err != nil {
-		return nil, err
-	}
-	if err := d.Migrate(ctx, "ledger", ledgerMigrations); err != nil {
-		return nil, fmt.Errorf("open ledger: %w", err)
-	}
-	// The ready set reads the recorded admissions (Acts) and the issues'
-	// labels beside the ledger's own tables, in one transaction.
-	if err := d.Migrate(ctx, "acts", actsMigrations); err != nil {
-		return nil, fmt.Errorf("open ledger: %w", err)
-	}
-	if err := d.Migrate(ctx, "issue_state", issueStateMigrations); err != nil {
-		return nil, fmt.Errorf("open ledger: %w", err)
-	}
-	// Pull requests, check runs and the reconcile's divergences (the
-	// snapshot reports the items' divergences).
-	if err := d.Migrate(ctx, "pulls", pullMigrations); err != nil {
-		return nil, fmt.Errorf("open ledger: %w", err)
-	}
-	if err := d.Migrate(ctx, "divergences", divergenceMigrations); err != nil {
-		return nil, fmt.Errorf("open ledger: %w", err)
-	}
-	if err := d.Migrate(ctx, "reconcile", reconcileMigrations); err != nil {
-		return nil, fmt.Errorf("open ledger: %w", err)
-	}
-	// The comment trail refines each item's attempts in the snapshot.
-	if err := d.Migrate(ctx, "trail", trailMigrations); err != nil {
-		return nil, fmt.Errorf("open ledger: %w", err)
-	}
-	if err := d.Migrate(ctx, "anchors", anchorMigrations); err != nil {
-		return nil, fmt.Errorf("open ledger: %w", err)
-	}
-	return l, nil
-}
-
 func newLedger(d *db.DB, cfg Config) (*Ledger, error) {
 	if d == nil {
 		return nil, errors.New("open ledger: no database")
@@ -158,8 +120,8 @@ func newLedger(d *db.DB, cfg Config) (*Ledger, error) {
 	return &Ledger{db: d, cfg: cfg, pg: d.Dialect == db.Postgres, queues: map[itemKey][]*waiter{}}, nil
 }
 
-// querier is what a transaction and a pool have in common.
-type querier interface {
+// Querier is what a transaction and a pool have in common.
+type Querier interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
@@ -278,7 +240,7 @@ const itemSelect = `SELECT i.number, i.title, i.body, i.author, i.provenance, i.
 // included), which a join in the locking statement itself would not. On
 // SQLite the write transaction already excludes every other writer, so
 // there is nothing to take.
-func (l *Ledger) lockRow(ctx context.Context, q querier, m lockMode, repoID int64, n int) (bool, error) {
+func (l *Ledger) lockRow(ctx context.Context, q Querier, m lockMode, repoID int64, n int) (bool, error) {
 	if !l.pg || m == lockNone {
 		return true, nil
 	}
@@ -333,7 +295,7 @@ func msTime(ms int64) time.Time { return time.UnixMilli(ms).UTC() }
 
 // loadItem reads one item with its tags and links, or nil when it does not
 // exist.
-func (l *Ledger) loadItem(ctx context.Context, q querier, m lockMode, repoID int64, n int) (*Item, error) {
+func (l *Ledger) loadItem(ctx context.Context, q Querier, m lockMode, repoID int64, n int) (*Item, error) {
 	it, err := l.loadHead(ctx, q, m, repoID, n)
 	if it == nil || err != nil {
 		return nil, err
@@ -346,7 +308,7 @@ func (l *Ledger) loadItem(ctx context.Context, q querier, m lockMode, repoID int
 
 // loadHead reads one item's row and the grant that owns its fence, without
 // tags and links, or nil when it does not exist.
-func (l *Ledger) loadHead(ctx context.Context, q querier, m lockMode, repoID int64, n int) (*Item, error) {
+func (l *Ledger) loadHead(ctx context.Context, q Querier, m lockMode, repoID int64, n int) (*Item, error) {
 	if ok, err := l.lockRow(ctx, q, m, repoID, n); !ok || err != nil {
 		return nil, err
 	}
@@ -362,7 +324,7 @@ func (l *Ledger) loadHead(ctx context.Context, q querier, m lockMode, repoID int
 
 // homeRegion reads an item's homeRegion: tag ("" and false when it has
 // none).
-func homeRegion(ctx context.Context, q querier, repoID int64, n int) (string, bool, error) {
+func homeRegion(ctx context.Context, q Querier, repoID int64, n int) (string, bool, error) {
 	rows, err := q.QueryContext(ctx, `SELECT tag FROM ledger_tags WHERE repo_id = $1 AND number = $2`, repoID, n)
 	if err != nil {
 		return "", false, fmt.Errorf("read tags of %s: %w", gating.IDFor(n), err)
@@ -387,7 +349,7 @@ func homeRegion(ctx context.Context, q querier, repoID int64, n int) (string, bo
 // loadTagsLinks fills the tags and links of the items numbered in
 // (after, upto], each sorted: tags bytewise, links by relation (gating.Rels
 // order) then target.
-func loadTagsLinks(ctx context.Context, q querier, repoID int64, after, upto int, items map[int]*Item) error {
+func loadTagsLinks(ctx context.Context, q Querier, repoID int64, after, upto int, items map[int]*Item) error {
 	rows, err := q.QueryContext(ctx, `SELECT number, tag FROM ledger_tags WHERE repo_id = $1 AND number > $2 AND number <= $3`, repoID, after, upto)
 	if err != nil {
 		return fmt.Errorf("read tags: %w", err)
@@ -478,7 +440,7 @@ func linkSet(links []gating.Link) []gating.Link {
 // q (the write's own transaction), caching what it read. self answers for
 // the item being written. A read error is kept in *errp (the write then
 // fails with it rather than with a refusal it caused).
-func (l *Ledger) lookup(ctx context.Context, q querier, m lockMode, repoID int64, self *gating.Item, errp *error) func(gating.ItemID) (*gating.Item, bool) {
+func (l *Ledger) lookup(ctx context.Context, q Querier, m lockMode, repoID int64, self *gating.Item, errp *error) func(gating.ItemID) (*gating.Item, bool) {
 	cache := map[gating.ItemID]*gating.Item{}
 	return func(id gating.ItemID) (*gating.Item, bool) {
 		if self != nil && id == self.ID {
@@ -511,7 +473,7 @@ func (l *Ledger) lookup(ctx context.Context, q querier, m lockMode, repoID int64
 
 // dependents lists the items with a blockedBy, partOf or integrates link
 // to id: forgetting id would leave each of them with a dangling edge.
-func dependents(ctx context.Context, q querier, repoID int64, id gating.ItemID) ([]gating.ItemID, error) {
+func dependents(ctx context.Context, q Querier, repoID int64, id gating.ItemID) ([]gating.ItemID, error) {
 	rows, err := q.QueryContext(ctx, `SELECT DISTINCT number FROM ledger_links
 		WHERE repo_id = $1 AND target = $2 AND (rel = $3 OR rel = $4 OR rel = $5) ORDER BY number`,
 		repoID, string(id), string(gating.BlockedBy), string(gating.PartOf), string(gating.Integrates))
@@ -628,7 +590,7 @@ func (l *Ledger) precheckCreate(in NewItem, actor Actor, validating bool) error 
 // checkCreate makes the create's checks that read: the repository is
 // served, the item does not exist (when numbered), and gating.CheckWrite
 // over q's view. It returns the item as the rules saw it.
-func (l *Ledger) checkCreate(ctx context.Context, q querier, m lockMode, repoID int64, in NewItem, actor Actor, o WriteOptions) (*gating.Item, error) {
+func (l *Ledger) checkCreate(ctx context.Context, q Querier, m lockMode, repoID int64, in NewItem, actor Actor, o WriteOptions) (*gating.Item, error) {
 	repo, err := servedRepo(ctx, q, repoID)
 	if err != nil {
 		return nil, err
@@ -1021,7 +983,7 @@ func scanGrant(s interface{ Scan(...any) error }) (*Grant, error) {
 }
 
 // grant reads one row of the grant log, or nil.
-func (l *Ledger) grant(ctx context.Context, q querier, repoID int64, n int, fence int64) (*Grant, error) {
+func (l *Ledger) grant(ctx context.Context, q Querier, repoID int64, n int, fence int64) (*Grant, error) {
 	g, err := scanGrant(q.QueryRowContext(ctx, grantSelect+` WHERE repo_id = $1 AND number = $2 AND fence = $3`, repoID, n, fence))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
@@ -1030,4 +992,11 @@ func (l *Ledger) grant(ctx context.Context, q querier, repoID int64, n int, fenc
 		return nil, fmt.Errorf("read grant %d of %s: %w", fence, gating.IDFor(n), err)
 	}
 	return g, nil
+}
+
+// Lock takes the named lock (across replicas on PostgreSQL) until the
+// returned function is called: one check-run evaluation per head, one park
+// finish per item, one reconcile pass per repository.
+func (l *Ledger) Lock(ctx context.Context, name string) (func(), error) {
+	return l.db.Lock(ctx, name)
 }

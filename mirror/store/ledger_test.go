@@ -1,4 +1,4 @@
-package mirror
+package store
 
 import (
 	"context"
@@ -27,16 +27,16 @@ func TestOpenLedgerConfig(t *testing.T) {
 		{Config{Region: "local", LeaseDefault: time.Millisecond}, "default <= ceiling"},
 		{Config{Region: "local", Quarantine: -time.Second}, "quarantine"},
 	} {
-		if _, err := OpenLedger(ctx, d, c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+		if _, err := openLedger(ctx, d, c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: got %v, want an error naming %q", c.cfg, err, c.want)
 		}
 	}
-	if _, err := OpenLedger(ctx, nil, Config{Region: "local"}); err == nil {
+	if _, err := openLedger(ctx, nil, Config{Region: "local"}); err == nil {
 		t.Error("no database accepted")
 	}
 	// Defaults, and migrating twice is harmless.
 	for range 2 {
-		l, err := OpenLedger(ctx, d, Config{Region: "local", Quarantine: time.Hour})
+		l, err := openLedger(ctx, d, Config{Region: "local", Quarantine: time.Hour})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -44,4 +44,13 @@ func TestOpenLedgerConfig(t *testing.T) {
 			t.Fatalf("config %+v", l.cfg)
 		}
 	}
+}
+
+// openLedger opens the store over d and returns its ledger.
+func openLedger(ctx context.Context, d *db.DB, cfg Config) (*Ledger, error) {
+	s, err := Open(ctx, d, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return s.Ledger, nil
 }

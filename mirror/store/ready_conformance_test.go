@@ -1,4 +1,4 @@
-package mirror
+package store
 
 import (
 	"context"
@@ -163,8 +163,8 @@ func testClaimReadiness(t *testing.T, setup func(t *testing.T) *env) {
 	t.Run("repository settings set the threshold", func(t *testing.T) {
 		e := setup(t)
 		cfg := testConfig(e.clock, testRegion)
-		cfg.Settings = func(context.Context, Repo) RepoSettings {
-			s := DefaultSettings()
+		cfg.Settings = func(context.Context, Repo) gating.Settings {
+			s := gating.DefaultSettings()
 			s.PoisonThreshold = 1
 			return s
 		}

@@ -1,4 +1,4 @@
-package mirror
+package store
 
 import (
 	"context"
@@ -100,7 +100,7 @@ func (l *Ledger) Repos(ctx context.Context) ([]Repo, error) {
 }
 
 // servedRepo reads a served repository through q (a transaction or a pool).
-func servedRepo(ctx context.Context, q querier, id int64) (Repo, error) {
+func servedRepo(ctx context.Context, q Querier, id int64) (Repo, error) {
 	r, err := scanRepo(q.QueryRowContext(ctx, `SELECT id, full_name, installation, default_branch FROM ledger_repos
 		WHERE id = $1 AND served = 1`, id))
 	if errors.Is(err, sql.ErrNoRows) {

@@ -1,4 +1,4 @@
-package mirror
+package store
 
 import (
 	"cmp"
@@ -17,7 +17,7 @@ import (
 // the report show (the items as stored, each item's grant log).
 type RepoSnapshot struct {
 	Repo     Repo
-	Settings RepoSettings
+	Settings gating.Settings
 	Snapshot gating.Snapshot
 	// Items are the items as stored (with their current grant), by id.
 	Items map[gating.ItemID]*Item
@@ -48,8 +48,8 @@ func (rs *RepoSnapshot) CleanReclaims() []gating.CleanReclaim {
 
 // settingsFor returns a repository's settings with the fields the ready set
 // needs filled from the defaults when empty.
-func (l *Ledger) settingsFor(ctx context.Context, r Repo) RepoSettings {
-	def := DefaultSettings()
+func (l *Ledger) settingsFor(ctx context.Context, r Repo) gating.Settings {
+	def := gating.DefaultSettings()
 	s := def
 	if l.cfg.Settings != nil {
 		s = l.cfg.Settings(ctx, r)
@@ -156,7 +156,7 @@ func (l *Ledger) ClaimSnapshot(ctx context.Context, repoID int64, id gating.Item
 // threshold) or integrates, the items partOf or integrating it or the
 // grouping it integrates, and every item in flight (a claim neither released
 // nor superseded: held, lapsed or abandoned).
-func (l *Ledger) claimSnapshot(ctx context.Context, q querier, repo Repo, set RepoSettings, cand *Item) (*RepoSnapshot, error) {
+func (l *Ledger) claimSnapshot(ctx context.Context, q Querier, repo Repo, set gating.Settings, cand *Item) (*RepoSnapshot, error) {
 	want := map[int]bool{cand.ID.Number(): true}
 	groups := []string{string(cand.ID)}
 	for _, lk := range cand.Links {
@@ -192,7 +192,7 @@ func (l *Ledger) claimSnapshot(ctx context.Context, q querier, repo Repo, set Re
 	return l.loadSnapshot(ctx, q, repo, set, nums)
 }
 
-func collectNumbers(ctx context.Context, q querier, into map[int]bool, query string, args ...any) error {
+func collectNumbers(ctx context.Context, q Querier, into map[int]bool, query string, args ...any) error {
 	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return err
@@ -222,7 +222,7 @@ const chunk = 500
 // eachChunk runs query (which ends in a WHERE clause on repo_id = $1) once
 // for the whole repository when nums is nil, else once per chunk of nums
 // with "AND <col> IN (...)" appended, calling scan for every row.
-func eachChunk(ctx context.Context, q querier, repoID int64, nums []int, query, col string, scan func(*sql.Rows) error) error {
+func eachChunk(ctx context.Context, q Querier, repoID int64, nums []int, query, col string, scan func(*sql.Rows) error) error {
 	run := func(query string, args ...any) error {
 		rows, err := q.QueryContext(ctx, query, args...)
 		if err != nil {
@@ -257,7 +257,7 @@ func eachChunk(ctx context.Context, q querier, repoID int64, nums []int, query, 
 
 // loadSnapshot reads the items numbered nums (nil: every item of the
 // repository) and what the ready set needs of them, through q.
-func (l *Ledger) loadSnapshot(ctx context.Context, q querier, repo Repo, set RepoSettings, nums []int) (*RepoSnapshot, error) {
+func (l *Ledger) loadSnapshot(ctx context.Context, q Querier, repo Repo, set gating.Settings, nums []int) (*RepoSnapshot, error) {
 	rs := &RepoSnapshot{Repo: repo, Settings: set, Items: map[gating.ItemID]*Item{}, Grants: map[gating.ItemID][]Grant{},
 		Trails: map[gating.ItemID]gating.TrailResult{}, StaleAnchors: map[gating.ItemID][]AnchorState{}}
 	byNum := map[int]*Item{}

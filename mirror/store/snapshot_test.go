@@ -1,12 +1,9 @@
-package mirror
+package store
 
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"slices"
 	"testing"
 	"time"
@@ -49,49 +46,6 @@ func TestIssueStateOrdering(t *testing.T) {
 	}
 	if st, _ := l.IssueState(ctx, e.repo, 7); len(st.Labels) != 0 || st.Labels == nil {
 		t.Fatalf("labels %#v, want empty", st.Labels)
-	}
-
-	// Through the issues handler: a labeled delivery processed after the
-	// later unlabeled one changes nothing.
-	m := &Mirror{Ledger: l, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	payload := func(action string, labels []string, at time.Time) []byte {
-		ls := []map[string]string{}
-		for _, n := range labels {
-			ls = append(ls, map[string]string{"name": n})
-		}
-		b, _ := json.Marshal(map[string]any{"action": action,
-			"issue":      map[string]any{"number": 9, "title": "t", "state": "open", "labels": ls, "updated_at": at.Format(time.RFC3339), "user": map[string]any{"login": "alice"}},
-			"label":      map[string]any{"name": "needs-specification"},
-			"repository": map[string]any{"id": e.repo, "full_name": "Acme/Widgets"},
-			"sender":     map[string]any{"login": "alice", "type": "User"}})
-		return b
-	}
-	handle := func(action string, labels []string, at time.Time, self bool) string {
-		t.Helper()
-		out, err := m.HandleIssues(ctx, Event{Name: "issues", Action: action, Payload: payload(action, labels, at), FromSelf: self})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return out
-	}
-	if out := handle("unlabeled", []string{"backlog"}, t1.Add(5*time.Second), false); out != OutcomeIssueState {
-		t.Fatalf("newer: %q", out)
-	}
-	if out := handle("labeled", []string{"backlog", "needs-specification"}, t1.Add(4*time.Second), false); out != OutcomeIssueStateOlder {
-		t.Fatalf("older: %q", out)
-	}
-	if st, _ := l.IssueState(ctx, e.repo, 9); st == nil || st.HasLabel("needs-specification") || !st.HasLabel("BACKLOG") {
-		t.Fatalf("after out-of-order deliveries: %+v", st)
-	}
-	// warden's own deliveries record too (bookkeeping); a deletion is a state.
-	if out := handle("closed", []string{"backlog"}, t1.Add(6*time.Second), true); out != OutcomeIssueState {
-		t.Fatalf("own delivery: %q", out)
-	}
-	if out := handle("deleted", []string{"backlog"}, t1.Add(7*time.Second), false); out != OutcomeIssueState {
-		t.Fatalf("deleted: %q", out)
-	}
-	if st, _ := l.IssueState(ctx, e.repo, 9); st.State != IssueDeleted {
-		t.Fatalf("state %+v", st)
 	}
 }
 
@@ -175,8 +129,8 @@ func TestSnapshotLoader(t *testing.T) {
 
 	// A settings function sets the admission label and the threshold.
 	cfg := testConfig(e.clock, testRegion)
-	cfg.Settings = func(context.Context, Repo) RepoSettings {
-		s := DefaultSettings()
+	cfg.Settings = func(context.Context, Repo) gating.Settings {
+		s := gating.DefaultSettings()
 		s.AdmissionLabel, s.PoisonThreshold = "backlog", 5
 		return s
 	}

@@ -1,8 +1,4 @@
-// Package mirror is warden's ledger (backlog items, tags, links, fenced and
-// leased claims, the grant log) and its GitHub mirror: the comment trail,
-// attempts, the reconcile loop and the report comment. Every rule it applies
-// is a pure function in gating/; this package stores, locks and sequences.
-package mirror
+package store
 
 import (
 	"errors"
@@ -175,3 +171,13 @@ func (e *FenceError) Error() string {
 
 // Timestamp formats t as the protocol's round-trip ISO-8601 UTC.
 func Timestamp(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.0000000Z") }
+
+// HasTag reports whether the item carries tag exactly.
+func (it *Item) HasTag(tag string) bool {
+	for _, t := range it.Tags {
+		if t == tag {
+			return true
+		}
+	}
+	return false
+}

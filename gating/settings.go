@@ -1,0 +1,27 @@
+package gating
+
+// Settings are a repository's backlog settings (CONTRACT.md §2,
+// `.github/backlog.yml`): the labels the gate watches, the poison threshold
+// and the switches of the GitHub side. DefaultSettings are the values in
+// effect when the file is absent.
+type Settings struct {
+	ItemLabel       string
+	AdmissionLabel  string
+	ParkedLabel     string
+	PoisonThreshold int
+	Agents          []string
+	RulingOwner     string
+	DefaultPriority string
+	DefaultPhase    string
+	CheckRun        bool
+	RequireItem     bool
+	Dashboard       bool
+	PostMarkers     bool
+	DryRun          bool
+}
+
+// DefaultSettings are the contract's defaults.
+func DefaultSettings() Settings {
+	return Settings{ItemLabel: "backlog", AdmissionLabel: "needs-specification", ParkedLabel: "stale",
+		PoisonThreshold: 3, RulingOwner: "pm", DefaultPriority: "P2", DefaultPhase: "implementation", CheckRun: true}
+}
