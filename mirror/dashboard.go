@@ -78,20 +78,17 @@ type Dashboards struct {
 	Settings func(ctx context.Context, r store.Repo) gating.Settings
 }
 
-// OpenDashboards applies the dashboards' schema (component "dashboards") and
-// returns the keeper.
-func OpenDashboards(ctx context.Context, d *db.DB, gh Clients, log *slog.Logger) (*Dashboards, error) {
-	if d == nil {
-		return nil, errors.New("open dashboards: no database")
+// OpenDashboards returns the keeper over the store's dashboard rows.
+func OpenDashboards(st *store.Store, gh Clients, log *slog.Logger) (*Dashboards, error) {
+	if st == nil {
+		return nil, errors.New("open dashboards: no store")
 	}
+	d := st.DB
 	if gh == nil {
 		return nil, errors.New("open dashboards: no GitHub clients")
 	}
 	if log == nil {
 		log = slog.Default()
-	}
-	if err := store.Migrate(ctx, d); err != nil {
-		return nil, fmt.Errorf("open dashboards: %w", err)
 	}
 	return &Dashboards{db: d, gh: gh, log: log.With("component", "dashboards"), pg: d.Dialect == db.Postgres}, nil
 }

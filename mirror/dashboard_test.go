@@ -112,7 +112,7 @@ func (e *dashEnv) freshDB() {
 
 func (e *dashEnv) newDashboards(d *db.DB) *Dashboards {
 	e.t.Helper()
-	ds, err := OpenDashboards(e.ctx, d, e.a, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	ds, err := OpenDashboards(testStore(e.t, d), e.a, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		e.t.Fatal(err)
 	}

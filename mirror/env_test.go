@@ -113,3 +113,13 @@ func (e *env) claim(n int, owner string, lease float64) store.ClaimResult {
 	}
 	return r
 }
+
+// testStore opens the store over d (migrating it).
+func testStore(t testing.TB, d *db.DB) *store.Store {
+	t.Helper()
+	st, err := store.Open(context.Background(), d, store.Config{Region: testRegion})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}

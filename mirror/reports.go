@@ -78,20 +78,17 @@ type Reports struct {
 	Bot func() string
 }
 
-// OpenReports applies the report comments' schema (component "reports") and
-// returns the publisher.
-func OpenReports(ctx context.Context, d *db.DB, gh Clients, log *slog.Logger) (*Reports, error) {
-	if d == nil {
-		return nil, errors.New("open reports: no database")
+// OpenReports returns the publisher over the store's report rows.
+func OpenReports(st *store.Store, gh Clients, log *slog.Logger) (*Reports, error) {
+	if st == nil {
+		return nil, errors.New("open reports: no store")
 	}
+	d := st.DB
 	if gh == nil {
 		return nil, errors.New("open reports: no GitHub clients")
 	}
 	if log == nil {
 		log = slog.Default()
-	}
-	if err := store.Migrate(ctx, d); err != nil {
-		return nil, fmt.Errorf("open reports: %w", err)
 	}
 	return &Reports{db: d, gh: gh, log: log.With("component", "reports"), pg: d.Dialect == db.Postgres}, nil
 }

@@ -92,7 +92,7 @@ func newReportEnv(t *testing.T) *reportEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close() })
-	r, err := OpenReports(ctx, d, a, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	r, err := OpenReports(testStore(t, d), a, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -75,13 +75,14 @@ type SettingsPush struct {
 	PushedAt time.Time
 }
 
-// OpenSettingsStore migrates the settings table and returns the store. gh
-// may be nil for a store that only migrates or reads (Load and OnPush then
+// OpenSettingsStore returns the settings store over the store's settings
+// rows. gh may be nil for a store that only reads (Load and OnPush then
 // fail); agents are the WARDEN_AGENTS logins.
-func OpenSettingsStore(ctx context.Context, d *db.DB, gh Clients, agents []string, log *slog.Logger) (*SettingsStore, error) {
-	if err := store.Migrate(ctx, d); err != nil {
-		return nil, fmt.Errorf("open the settings store: %w", err)
+func OpenSettingsStore(st *store.Store, gh Clients, agents []string, log *slog.Logger) (*SettingsStore, error) {
+	if st == nil {
+		return nil, errors.New("open the settings store: no store")
 	}
+	d := st.DB
 	if log == nil {
 		log = slog.Default()
 	}

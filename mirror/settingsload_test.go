@@ -133,7 +133,7 @@ func (e *settingsEnv) reopen() {
 		e.t.Fatal(err)
 	}
 	e.d = d
-	e.store, err = OpenSettingsStore(e.ctx, d, e.app, settingsTestAgents, discardLog())
+	e.store, err = OpenSettingsStore(testStore(e.t, d), e.app, settingsTestAgents, discardLog())
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -628,7 +628,7 @@ func TestSettingsSaveIsFenced(t *testing.T) {
 	if err != nil || !found {
 		t.Fatal(found, err)
 	}
-	other, err := OpenSettingsStore(e.ctx, e.d, e.app, nil, discardLog())
+	other, err := OpenSettingsStore(testStore(t, e.d), e.app, nil, discardLog())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -746,7 +746,7 @@ func TestSettingsUndecodableContent(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	s, err := OpenSettingsStore(ctx, d, fixedClients{gh}, nil, discardLog())
+	s, err := OpenSettingsStore(testStore(t, d), fixedClients{gh}, nil, discardLog())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -789,7 +789,7 @@ func TestSettingsConcurrentPushes(t *testing.T) {
 	a := e.push("alice", "main", map[string]string{SettingsPath: threshold(6)})
 	e.clock.Advance(time.Second)
 	b := e.push("alice", "main", map[string]string{SettingsPath: threshold(7)})
-	other, err := OpenSettingsStore(e.ctx, e.d, e.app, settingsTestAgents, discardLog()) // a second replica
+	other, err := OpenSettingsStore(testStore(t, e.d), e.app, settingsTestAgents, discardLog()) // a second replica
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,6 +45,7 @@ type Service struct {
 	Dispatcher *webhooks.Dispatcher
 	Metrics    *webhooks.Metrics
 	Registry   *prometheus.Registry
+	Store      *store.Store
 	Ledger     *store.Ledger
 	Acts       *store.Acts
 	Mirror     *mirror.Mirror
@@ -117,13 +118,10 @@ func Build(ctx context.Context, s *config.Settings, log *slog.Logger, o Options)
 	// Per-repository settings (.github/backlog.yml): read when a repository
 	// is first served, followed on pushes; the mirror, the ledger (its
 	// ready set: the admission label, the poison threshold) and the report
-	// comments share them.
-	settingsStore, err := mirror.OpenSettingsStore(ctx, d, svc.App, s.Agents, log.With("component", "settings"))
-	if err != nil {
-		svc.Close()
-		return nil, fmt.Errorf("open the settings store: %w", err)
-	}
-	repoSettings := settingsStore.Get
+	// comments share them. The store reads them through settingsStore,
+	// opened over the store right after it.
+	var settingsStore *mirror.SettingsStore
+	repoSettings := func(ctx context.Context, r store.Repo) gating.Settings { return settingsStore.Get(ctx, r) }
 	st, err := store.Open(ctx, d, store.Config{Region: s.Region, LeaseDefault: s.LeaseDefault,
 		LeaseMax: s.LeaseMax, Quarantine: s.Quarantine, Settings: repoSettings, Now: o.Now,
 		RepoFindings: func(ctx context.Context, r store.Repo) []gating.Defect {
@@ -133,7 +131,11 @@ func Build(ctx context.Context, s *config.Settings, log *slog.Logger, o Options)
 		svc.Close()
 		return nil, fmt.Errorf("open the store: %w", err)
 	}
-	svc.Ledger, svc.Acts = st.Ledger, st.Acts
+	if settingsStore, err = mirror.OpenSettingsStore(st, svc.App, s.Agents, log.With("component", "settings")); err != nil {
+		svc.Close()
+		return nil, fmt.Errorf("open the settings store: %w", err)
+	}
+	svc.Store, svc.Ledger, svc.Acts = st, st.Ledger, st.Acts
 	perms := mirror.NewPermissions()
 	if o.Now != nil {
 		perms.Now = o.Now
@@ -147,7 +149,7 @@ func Build(ctx context.Context, s *config.Settings, log *slog.Logger, o Options)
 			}
 			return id.BotLogin
 		}}
-	reports, err := mirror.OpenReports(ctx, d, svc.App, log)
+	reports, err := mirror.OpenReports(st, svc.App, log)
 	if err != nil {
 		svc.Close()
 		return nil, fmt.Errorf("open the report comments: %w", err)
@@ -163,7 +165,7 @@ func Build(ctx context.Context, s *config.Settings, log *slog.Logger, o Options)
 	}
 	reports.StatusHint = "warden's status page (the operators' listener, GET /)"
 	svc.Mirror.Reports, svc.Mirror.SettingsStore = reports, settingsStore
-	dashboards, err := mirror.OpenDashboards(ctx, d, svc.App, log)
+	dashboards, err := mirror.OpenDashboards(st, svc.App, log)
 	if err != nil {
 		svc.Close()
 		return nil, fmt.Errorf("open the dashboards: %w", err)

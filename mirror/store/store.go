@@ -24,6 +24,11 @@ type Store struct {
 	Ledger *Ledger
 	// Acts is the human and agent acts warden remembers.
 	Acts *Acts
+	// Reports, Dashboards and Settings are the rows of the comments warden
+	// keeps on GitHub and of the settings in effect.
+	Reports    *ReportRows
+	Dashboards *DashboardRows
+	Settings   *SettingsRows
 }
 
 // Open migrates the whole schema on d and returns the store over it.
@@ -35,5 +40,7 @@ func Open(ctx context.Context, d *db.DB, cfg Config) (*Store, error) {
 	if err := Migrate(ctx, d); err != nil {
 		return nil, fmt.Errorf("open the store: %w", err)
 	}
-	return &Store{DB: d, Ledger: l, Acts: &Acts{db: d}}, nil
+	pg := d.Dialect == db.Postgres
+	return &Store{DB: d, Ledger: l, Acts: &Acts{db: d}, Reports: &ReportRows{db: d, pg: pg},
+		Dashboards: &DashboardRows{db: d, pg: pg}, Settings: &SettingsRows{db: d, pg: pg}}, nil
 }
