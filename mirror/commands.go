@@ -105,17 +105,6 @@ func (m *Mirror) handleCommand(ctx context.Context, ev Event, repo store.Repo, p
 	return outcome, nil
 }
 
-// role is login's role_name on the repository (cached; an error fails the
-// acts that need it closed).
-func (m *Mirror) role(ctx context.Context, repo store.Repo, login string) (string, error) {
-	gh, err := m.GitHub.Installation(repo.Installation)
-	if err != nil {
-		return "", err
-	}
-	owner, name, _ := strings.Cut(repo.FullName, "/")
-	return m.Perms.Role(ctx, gh, owner, name, login)
-}
-
 // runCommand checks the permission rule and carries the command out. A
 // *commandRefusal is a refusal; any other error is retried.
 func (m *Mirror) runCommand(ctx context.Context, repo store.Repo, n int, cmd gating.Command, login, typ string, lookup func() (string, error), at time.Time, onPR bool) (string, error) {

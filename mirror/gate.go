@@ -22,54 +22,6 @@ const (
 	CodeSharedIdentity        = "shared-identity"
 )
 
-// person is who did an act, as far as warden could tell, and whether the
-// act counts as a human's with triage or more (§4); Why says why not.
-type person struct {
-	Login string
-	Human bool
-	Why   string
-}
-
-// judge decides whether login (of account type typ) acting on repo is a
-// human with triage or more (CONTRACT.md §4): not a Bot, not ghost, not a
-// configured or recorded agent, and triage+ by role_name (looked up,
-// cached; a failed lookup refuses). A recorded agent attempting a human act
-// is recorded (once) as a shared identity and refused.
-func (m *Mirror) judge(ctx context.Context, repo store.Repo, login, typ string) person {
-	p := person{Login: login}
-	if strings.EqualFold(login, m.botLogin()) && login != "" {
-		p.Why = "warden itself"
-		return p
-	}
-	recorded, err := m.Acts.IsRecorded(ctx, repo.ID, login, store.AgentRecorded)
-	if err != nil {
-		p.Why = "who-is-who lookup failed"
-		m.Log.Warn("recorded-agent lookup failed; the act is not a human's (fail closed)", "login", login, "err", err)
-		return p
-	}
-	if recorded {
-		p.Why = "a login recorded as an agent (it posted backlog-worker markers)"
-		if typ == "User" {
-			if _, err := m.Acts.RecordAgent(ctx, repo.ID, login, store.SharedIdentity,
-				fmt.Sprintf("%s posted backlog-worker markers and then acted as a human", login), m.now()); err != nil {
-				m.Log.Warn("recording a shared identity failed", "login", login, "err", err)
-			}
-			p.Why = "a login seen acting as both an agent and a human (shared-identity)"
-		}
-		return p
-	}
-	p.Human, p.Why = m.isHumanTriagePlus(ctx, repo, login, typ)
-	return p
-}
-
-// botLogin is warden's own bot login, when known.
-func (m *Mirror) botLogin() string {
-	if m.Bot == nil {
-		return ""
-	}
-	return m.Bot()
-}
-
 // issuesLabelAct handles a labeled or unlabeled delivery on an item's issue
 // (CONTRACT.md §5): the admission label, the parked label and the item
 // label. Acts on the admission and parked labels are first confirmed
@@ -221,15 +173,11 @@ func (m *Mirror) parkedLabelAdded(ctx context.Context, repo store.Repo, set gati
 func (m *Mirror) itemLabelRemoved(ctx context.Context, repo store.Repo, set gating.Settings, p *issuesPayload, it *store.Item) (string, error) {
 	n := p.Issue.Number
 	login, typ := p.Sender.Login, p.Sender.Type
-	agents := m.agentsOf(ctx, repo)
-	isAgent := gating.IsAgent(gating.Actor{Login: login, Type: typ}, agents)
-	if !isAgent {
-		if rec, err := m.Acts.IsRecorded(ctx, repo.ID, login, store.AgentRecorded); err != nil {
-			return "", err
-		} else if rec {
-			isAgent = true
-		}
+	who, err := m.who(ctx, repo, login, typ, false)
+	if err != nil {
+		return "", err
 	}
+	isAgent := who.agent()
 	key := "delivery:" + p.Issue.UpdatedAt + ":" + login
 	if isAgent {
 		gh, err := m.GitHub.Installation(repo.Installation)
@@ -250,11 +198,6 @@ func (m *Mirror) itemLabelRemoved(ctx context.Context, repo store.Repo, set gati
 		return "", err
 	}
 	return fmt.Sprintf("%s: item label removed by %s: reported, the item stays", it.ID, login), nil
-}
-
-// agentsOf is WARDEN_AGENTS plus the repository's agents: setting.
-func (m *Mirror) agentsOf(ctx context.Context, repo store.Repo) []string {
-	return append(append([]string(nil), m.Agents...), m.settings(ctx, repo).Agents...)
 }
 
 // addLabel adds a label warden needs (the label is created first when the

@@ -415,23 +415,3 @@ func (m *Mirror) makeItem(ctx context.Context, ev Event, repo store.Repo, set ga
 	}
 	return fmt.Sprintf("item %s made by %s (%s), gated: added %s", id, p.Sender.Login, who.Why, set.AdmissionLabel), nil
 }
-
-// isHumanTriagePlus looks up the actor's role (cached; a failed lookup
-// leaves it unknown) and asks gating.HumanAct whether the act was a human's
-// with triage or more.
-func (m *Mirror) isHumanTriagePlus(ctx context.Context, repo store.Repo, login, typ string) (bool, string) {
-	a := gating.Actor{Login: login, Type: typ}
-	agents := append(append([]string(nil), m.Agents...), m.settings(ctx, repo).Agents...)
-	if typ == "User" && !gating.IsAgent(a, agents) {
-		if gh, err := m.GitHub.Installation(repo.Installation); err == nil {
-			owner, name, _ := strings.Cut(repo.FullName, "/")
-			role, err := m.Perms.Role(ctx, gh, owner, name, login)
-			if err != nil {
-				m.Log.Warn("permission lookup failed; treating the act as not a human's (fail closed)", "login", login, "repo", repo.FullName, "err", err)
-			} else {
-				a.Role, a.RoleKnown = role, true
-			}
-		}
-	}
-	return gating.HumanAct(a, agents)
-}

@@ -193,35 +193,27 @@ func (m *Mirror) trust(ctx context.Context, ev Event, repo store.Repo, p *issueC
 // author is warden's own bot.
 func (m *Mirror) trustAuthor(ctx context.Context, repo store.Repo, r *store.TrailRecord, isWarden bool) {
 	r.IsWarden = isWarden
-	agents := append(append([]string(nil), m.Agents...), m.settings(ctx, repo).Agents...)
-	r.IsAgent = gating.IsAgent(gating.Actor{Login: r.Author, Type: r.AuthorType}, agents)
-	if r.IsAgent || r.IsWarden {
+	if isWarden {
+		r.IsAgent = gating.IsAgent(gating.Actor{Login: r.Author, Type: r.AuthorType}, m.agents(ctx, repo))
 		return
 	}
-	if rec, err := m.Acts.IsRecorded(ctx, repo.ID, r.Author, store.AgentRecorded); err != nil {
-		m.Log.Warn("recorded-agent lookup failed", "login", r.Author, "err", err)
-	} else if rec {
-		r.IsAgent = true
+	who, err := m.who(ctx, repo, r.Author, r.AuthorType, false)
+	if err != nil {
+		// Logged by who; the author is trusted no further than its type
+		// and the configured agents show (fail closed).
+		r.IsAgent = gating.IsAgent(who.Actor, m.agents(ctx, repo))
+	} else {
+		r.IsAgent = who.agent()
+	}
+	if r.IsAgent || !strings.HasPrefix(r.EarliestBody, store.WorkerMarkerStart) && !strings.HasPrefix(r.CurrentBody, store.WorkerMarkerStart) {
 		return
 	}
-	if !strings.HasPrefix(r.EarliestBody, store.WorkerMarkerStart) && !strings.HasPrefix(r.CurrentBody, store.WorkerMarkerStart) {
-		return
-	}
-	gh, err := m.GitHub.Installation(repo.Installation)
+	role, err := m.role(ctx, repo, r.Author)
 	if err != nil {
 		m.Log.Warn("permission lookup failed; the marker's author has no write access (fail closed)", "login", r.Author, "repo", repo.FullName, "err", err)
 		return
 	}
-	owner, name, _ := strings.Cut(repo.FullName, "/")
-	role, err := m.Perms.Role(ctx, gh, owner, name, r.Author)
-	if err != nil {
-		m.Log.Warn("permission lookup failed; the marker's author has no write access (fail closed)", "login", r.Author, "repo", repo.FullName, "err", err)
-		return
-	}
-	switch role {
-	case "write", "maintain", "admin":
-		r.HasWrite = true
-	}
+	r.HasWrite = gating.HasWrite(role)
 }
 
 // claimMarkerLogin is the login that posted the trusted claim marker of the
