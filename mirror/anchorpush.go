@@ -33,10 +33,9 @@ func (p *pushPayload) anchorPush() anchorPush {
 			ap.changes = append(ap.changes, gating.PathChange{Path: f, Kind: gating.ChangeRemoved, Commit: c.ID})
 		}
 	}
-	n := len(p.Commits)
-	created := p.Before == "" || p.Before == zeroCommit
-	ap.truncated = !created && (p.Forced || n >= pushCommitLimit || (p.Size != nil && *p.Size > n) ||
-		(p.DistinctSize != nil && *p.DistinctSize > n))
+	// A created branch has no before to compare with: its listed commits
+	// are all there is to read.
+	ap.truncated = !p.created() && p.commitsIncomplete()
 	return ap
 }
 

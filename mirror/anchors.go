@@ -15,13 +15,6 @@ import (
 // compare that lists this many may have left some out.
 const compareFileLimit = 300
 
-// pushCommitLimit: GitHub's push payloads list at most this many commits
-// with their files (PROTOCOL: "at most 20"); a push with as many is read as
-// truncated and compared.
-const pushCommitLimit = 20
-
-const zeroCommit = "0000000000000000000000000000000000000000"
-
 func isCommitSHA(s string) bool {
 	if len(s) != 40 {
 		return false

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -13,23 +14,26 @@ import (
 	"github.com/wardenhq/warden/mirror/store"
 )
 
+// pushPayload is a push webhook payload, decoded once per delivery: the
+// settings (settingsPush), the anchors (anchorPush), evidence of work and
+// the branch's push log all read this one value.
 type pushPayload struct {
 	Ref     string `json:"ref"`
+	Before  string `json:"before"`
+	After   string `json:"after"`
+	Created bool   `json:"created"`
 	Deleted bool   `json:"deleted"`
-	// Before, After, Forced, Compare, Size, DistinctSize and Commits (with
-	// their file lists) are what the anchors read (anchors.go); Size and
-	// DistinctSize are absent from webhooks and present in the events
-	// API's form, where commits are cut to 20.
-	Before       string       `json:"before"`
-	After        string       `json:"after"`
-	Forced       bool         `json:"forced"`
-	Compare      string       `json:"compare"`
+	Forced  bool   `json:"forced"`
+	Compare string `json:"compare"`
+	// Size and DistinctSize are absent from webhooks and present in the
+	// events API's form, where commits are cut to 20.
 	Size         *int         `json:"size"`
 	DistinctSize *int         `json:"distinct_size"`
 	Commits      []pushCommit `json:"commits"`
-	HeadCommit   *struct {
-		Timestamp string `json:"timestamp"`
-	} `json:"head_commit"`
+	HeadCommit   *pushCommit  `json:"head_commit"`
+	Pusher       struct {
+		Name string `json:"name"`
+	} `json:"pusher"`
 	Repository struct {
 		ID       int64           `json:"id"`
 		FullName string          `json:"full_name"`
@@ -37,15 +41,60 @@ type pushPayload struct {
 	} `json:"repository"`
 	Sender struct {
 		Login string `json:"login"`
+		Type  string `json:"type"`
 	} `json:"sender"`
 }
 
 // pushCommit is one commit of a push payload with the paths it changed.
 type pushCommit struct {
-	ID       string   `json:"id"`
-	Added    []string `json:"added"`
-	Removed  []string `json:"removed"`
-	Modified []string `json:"modified"`
+	ID        string   `json:"id"`
+	Distinct  *bool    `json:"distinct"`
+	Timestamp string   `json:"timestamp"`
+	Added     []string `json:"added"`
+	Removed   []string `json:"removed"`
+	Modified  []string `json:"modified"`
+}
+
+// touches reports whether the commit added, modified or removed path.
+func (c pushCommit) touches(path string) bool {
+	return slices.Contains(c.Added, path) || slices.Contains(c.Modified, path) || slices.Contains(c.Removed, path)
+}
+
+// pushCommitLimit: GitHub's push payloads list at most this many commits
+// with their files (PROTOCOL: "at most 20"); a push that lists as many may
+// have brought more.
+const pushCommitLimit = 20
+
+// decodePush decodes a push webhook payload.
+func decodePush(payload []byte) (*pushPayload, error) {
+	var p pushPayload
+	if err := json.Unmarshal(payload, &p); err != nil {
+		return nil, fmt.Errorf("push payload: %w", err)
+	}
+	return &p, nil
+}
+
+// created reports whether the push created the branch (nothing before it).
+func (p *pushPayload) created() bool { return p.Created || isZeroSHA(p.Before) }
+
+// commitsIncomplete is the one rule for "the payload may not list every
+// commit the push brought", so whoever reads the commits' files must ask
+// GitHub instead: 20 or more commits (GitHub's cut), a size or
+// distinct_size above what is listed (distinct commits counted as GitHub
+// flags them), a force push (a rewind drops commits and lists none of
+// them), or a push that moved the branch and lists no commit.
+func (p *pushPayload) commitsIncomplete() bool {
+	n, distinct := len(p.Commits), 0
+	for _, c := range p.Commits {
+		if c.Distinct == nil || *c.Distinct {
+			distinct++
+		}
+	}
+	return n >= pushCommitLimit ||
+		p.Size != nil && *p.Size > n ||
+		p.DistinctSize != nil && *p.DistinctSize > distinct ||
+		p.Forced ||
+		n == 0 && p.Before != p.After
 }
 
 // pushTime is when the push happened: GitHub's repository.pushed_at (its
@@ -60,16 +109,22 @@ func (p *pushPayload) pushTime() time.Time {
 		var s string
 		if json.Unmarshal(raw, &s) == nil {
 			if t, err := time.Parse(time.RFC3339, s); err == nil {
-				return t
+				return t.UTC()
 			}
 		}
 	}
 	if p.HeadCommit != nil {
 		if t, err := time.Parse(time.RFC3339, p.HeadCommit.Timestamp); err == nil {
-			return t
+			return t.UTC()
 		}
 	}
 	return time.Time{}
+}
+
+// isZeroSHA reports whether sha is GitHub's all-zeros SHA (no commit: a
+// created or deleted branch's other end) or empty.
+func isZeroSHA(sha string) bool {
+	return sha == "" || strings.Trim(sha, "0") == ""
 }
 
 // HandlePush follows a push to a branch (CONTRACT.md §3): the settings file
@@ -83,9 +138,9 @@ func (m *Mirror) HandlePush(ctx context.Context, ev Event) (string, error) {
 	if ev.FromSelf {
 		return OutcomeIgnored, nil
 	}
-	var p pushPayload
-	if err := json.Unmarshal(ev.Payload, &p); err != nil {
-		return "", fmt.Errorf("push payload: %w", err)
+	p, err := decodePush(ev.Payload)
+	if err != nil {
+		return "", err
 	}
 	branch, ok := strings.CutPrefix(p.Ref, "refs/heads/")
 	if !ok || branch == "" {
@@ -102,11 +157,7 @@ func (m *Mirror) HandlePush(ctx context.Context, ev Event) (string, error) {
 	}
 	var outs []string
 	if m.SettingsStore != nil {
-		sp, err := SettingsPushFromPayload(ev.Payload)
-		if err != nil {
-			return "", err
-		}
-		out, err := m.SettingsStore.OnPush(ctx, repo, sp)
+		out, err := m.SettingsStore.OnPush(ctx, repo, p.settingsPush())
 		if err != nil {
 			return "", err
 		}
@@ -116,7 +167,7 @@ func (m *Mirror) HandlePush(ctx context.Context, ev Event) (string, error) {
 	}
 	at := p.pushTime()
 	// Anchors of the items based on this branch (CONTRACT.md §3).
-	if out, err := m.anchorsOnPush(ctx, repo, &p, branch, at); err != nil {
+	if out, err := m.anchorsOnPush(ctx, repo, p, branch, at); err != nil {
 		return "", err
 	} else if out != "" {
 		outs = append(outs, out)
