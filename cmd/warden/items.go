@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"log/slog"
 	"regexp"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/wardenhq/warden/gating"
 	"github.com/wardenhq/warden/internal/agentapi"
 	"github.com/wardenhq/warden/internal/config"
+	"github.com/wardenhq/warden/internal/service"
 	"github.com/wardenhq/warden/mirror/store"
 )
 
@@ -118,11 +120,13 @@ func runItems(ctx context.Context, e env, args []string) int {
 		return code
 	}
 	defer d.Close()
-	st, err := store.Open(ctx, d, store.Config{Region: s.Region, LeaseDefault: s.LeaseDefault, LeaseMax: s.LeaseMax, Quarantine: s.Quarantine})
+	// The records as the service assembles them: the repository's settings
+	// in effect and its findings, so the CLI judges and reports as GET /ready.
+	rec, err := service.OpenRecords(ctx, d, s, nil, nil, slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		return fail(e, cmd, err)
 	}
-	l := st.Ledger
+	l := rec.Store.Ledger
 	repo, err := l.Repo(ctx, o.repo)
 	if errors.Is(err, store.ErrNotFound) {
 		return fail(e, cmd, fmt.Errorf("warden does not serve %s (the App is not installed on it, or no delivery recorded it yet)", o.repo))

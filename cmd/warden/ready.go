@@ -7,11 +7,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"text/tabwriter"
 
 	"github.com/wardenhq/warden/gating"
 	"github.com/wardenhq/warden/internal/agentapi"
+	"github.com/wardenhq/warden/internal/service"
 	"github.com/wardenhq/warden/mirror/store"
 )
 
@@ -52,11 +54,13 @@ func runReady(ctx context.Context, e env, args []string) int {
 		return code
 	}
 	defer d.Close()
-	st, err := store.Open(ctx, d, store.Config{Region: s.Region, LeaseDefault: s.LeaseDefault, LeaseMax: s.LeaseMax, Quarantine: s.Quarantine})
+	// The records as the service assembles them: the repository's settings
+	// in effect and its findings, so the CLI judges and reports as GET /ready.
+	rec, err := service.OpenRecords(ctx, d, s, nil, nil, slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		return fail(e, cmd, err)
 	}
-	l := st.Ledger
+	l := rec.Store.Ledger
 	repo, err := l.Repo(ctx, repoName)
 	if errors.Is(err, store.ErrNotFound) {
 		return fail(e, cmd, fmt.Errorf("warden does not serve %s (the App is not installed on it, or no delivery recorded it yet)", repoName))

@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"net/http"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/wardenhq/warden/internal/harness"
+	"github.com/wardenhq/warden/mirror"
 )
 
 func TestReadyCommand(t *testing.T) {
@@ -108,5 +110,65 @@ func TestReadyCommandAgainstTheService(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, "1 ready") || !strings.Contains(out, "Admitted by its maker") ||
 		!strings.Contains(out, "issue-2  awaiting-admission") {
 		t.Fatalf("ready: %d\n%s%s", code, out, errs)
+	}
+}
+
+// TestReadyCommandEqualsTheService: `warden ready --json` on a running
+// warden's database answers exactly what its GET /ready answers, findings
+// included (the CLI adds the report): a settings file with mistakes (settings-invalid), a pull request
+// that links no item (pr-without-item), an item awaiting admission. The CLI
+// opens the store as the service assembles it (service.OpenRecords), with
+// the repository's settings in effect and its findings.
+func TestReadyCommandEqualsTheService(t *testing.T) {
+	dir := t.TempDir()
+	e := harness.New(t, harness.Options{Dir: dir})
+	ctx := context.Background()
+	e.Sim.SetRole(e.Repo, "maria", "maintain")
+	maria := e.Sim.As("maria")
+	if _, err := maria.Push(e.Repo, "main", "", map[string]string{mirror.SettingsPath: "poision_threshold: 2\nrequire_item: yes please\n"}, "backlog settings"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ token, title string }{{harness.HumanToken, "Admitted by its maker"}, {harness.PMToken, "Awaiting a human"}} {
+		if code, err := e.API(ctx, c.token, http.MethodPost, "/items", map[string]any{"title": c.title, "specification": "spec"}, nil); err != nil || code != http.StatusCreated {
+			t.Fatalf("create: %d %v", code, err)
+		}
+	}
+	if _, err := maria.Push(e.Repo, "loose", "main", map[string]string{"loose.txt": "x"}, "a change for no item"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := maria.OpenPR(e.Repo, "loose", "main", "A change for no item", "no link here", false); err != nil {
+		t.Fatal(err)
+	}
+	e.MustSettle(t)
+	if _, err := e.Reconcile(ctx, mirror.ReconcileOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.MustSettle(t)
+
+	var service any
+	if code, err := e.API(ctx, harness.WorkerToken, http.MethodGet, "/ready", nil, &service); err != nil || code != http.StatusOK {
+		t.Fatalf("GET /ready: %d %v", code, err)
+	}
+	env := map[string]string{"WARDEN_DATABASE": "sqlite:" + filepath.Join(dir, "warden.db")}
+	code, out, errs := runCLI(env, "ready", "--repo", "acme/app", "--json")
+	var cli any
+	if code != exitOK || json.Unmarshal([]byte(out), &cli) != nil {
+		t.Fatalf("ready --json: %d %s %s", code, out, errs)
+	}
+	codes := map[string]bool{}
+	for _, d := range service.(map[string]any)["defects"].([]any) {
+		codes[d.(map[string]any)["code"].(string)] = true
+	}
+	for _, want := range []string{"settings-invalid", "pr-without-item"} {
+		if !codes[want] {
+			t.Errorf("GET /ready reports no %s (the scenario did not make one): %v", want, codes)
+		}
+	}
+	// The CLI's answer adds the report (the status page's sections) to
+	// GET /ready's fields; everything GET /ready says, it says the same.
+	delete(cli.(map[string]any), "report")
+	if !reflect.DeepEqual(cli, service) {
+		s, _ := json.MarshalIndent(service, "", "  ")
+		t.Fatalf("warden ready --json differs from GET /ready\nCLI:\n%s\nGET /ready:\n%s", out, s)
 	}
 }

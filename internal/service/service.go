@@ -115,26 +115,14 @@ func Build(ctx context.Context, s *config.Settings, log *slog.Logger, o Options)
 		return nil, &config.Error{Msg: fmt.Sprintf("GitHub App: %v", err)}
 	}
 	svc.Metrics = webhooks.NewMetrics(svc.Registry)
-	// Per-repository settings (.github/backlog.yml): read when a repository
-	// is first served, followed on pushes; the mirror, the ledger (its
-	// ready set: the admission label, the poison threshold) and the report
-	// comments share them. The store reads them through settingsStore,
-	// opened over the store right after it.
-	var settingsStore *mirror.SettingsStore
-	repoSettings := func(ctx context.Context, r store.Repo) gating.Settings { return settingsStore.Get(ctx, r) }
-	st, err := store.Open(ctx, d, store.Config{Region: s.Region, LeaseDefault: s.LeaseDefault,
-		LeaseMax: s.LeaseMax, Quarantine: s.Quarantine, Settings: repoSettings, Now: o.Now,
-		RepoFindings: func(ctx context.Context, r store.Repo) []gating.Defect {
-			return svc.repoFindings(ctx, settingsStore, r)
-		}})
+	// The store with each repository's settings in effect and its
+	// findings, assembled as every command assembles it (records.go).
+	rec, err := OpenRecords(ctx, d, s, svc.App, o.Now, log)
 	if err != nil {
 		svc.Close()
-		return nil, fmt.Errorf("open the store: %w", err)
+		return nil, err
 	}
-	if settingsStore, err = mirror.OpenSettingsStore(st, svc.App, s.Agents, log.With("component", "settings")); err != nil {
-		svc.Close()
-		return nil, fmt.Errorf("open the settings store: %w", err)
-	}
+	st, settingsStore, repoSettings := rec.Store, rec.Settings, rec.Settings.Get
 	svc.Store, svc.Ledger, svc.Acts = st, st.Ledger, st.Acts
 	perms := mirror.NewPermissions()
 	if o.Now != nil {
@@ -155,14 +143,6 @@ func Build(ctx context.Context, s *config.Settings, log *slog.Logger, o Options)
 		return nil, fmt.Errorf("open the report comments: %w", err)
 	}
 	reports.Now, reports.Settings = o.Now, repoSettings
-	settingsStore.IsRecordedAgent = func(repoID int64, login string) bool {
-		rec, err := svc.Acts.IsRecorded(context.WithoutCancel(ctx), repoID, login, store.AgentRecorded)
-		if err != nil {
-			log.Warn("recorded-agent lookup failed; the pusher counts as an agent (fail closed)", "login", login, "err", err)
-			return true
-		}
-		return rec
-	}
 	reports.StatusHint = "warden's status page (the operators' listener, GET /)"
 	svc.Mirror.Reports, svc.Mirror.SettingsStore = reports, settingsStore
 	dashboards, err := mirror.OpenDashboards(st, svc.App, log)
@@ -358,43 +338,6 @@ func Migrate(ctx context.Context, d *db.DB, s *config.Settings) error {
 		return err
 	}
 	return nil
-}
-
-// repoFindings are a repository's findings that no item carries: its
-// settings file's problems and the logins seen acting as both an agent and
-// a human. A failed read is itself reported (the status page must not go
-// quiet on an error).
-func (svc *Service) repoFindings(ctx context.Context, st *mirror.SettingsStore, r store.Repo) []gating.Defect {
-	var out []gating.Defect
-	probs, err := st.Problems(ctx, r.ID)
-	if err != nil {
-		out = append(out, gating.Defect{Code: mirror.SettingsInvalid, Detail: "the settings findings could not be read: " + err.Error()})
-	}
-	for _, p := range probs {
-		d := p.Detail
-		if p.Field != "" {
-			d = p.Field + ": " + d
-		}
-		out = append(out, gating.Defect{Code: p.Code, Detail: d})
-	}
-	if rd, err := svc.Ledger.RepoDivergences(ctx, r.ID); err != nil {
-		out = append(out, gating.Defect{Code: "pr-without-item", Detail: "the repository's divergences could not be read: " + err.Error()})
-	} else {
-		out = append(out, rd...)
-	}
-	if svc.Acts == nil {
-		return out
-	}
-	logins, err := svc.Acts.RecordedLogins(ctx, r.ID)
-	if err != nil {
-		return append(out, gating.Defect{Code: mirror.CodeSharedIdentity, Detail: "the recorded logins could not be read: " + err.Error()})
-	}
-	for _, l := range logins {
-		if l.Kind == store.SharedIdentity {
-			out = append(out, gating.Defect{Code: mirror.CodeSharedIdentity, Detail: l.Detail + "; it is refused every human act"})
-		}
-	}
-	return out
 }
 
 // htmlBase is GitHub's web address for an API base URL: github.com for
