@@ -14,7 +14,6 @@ import (
 	"github.com/google/go-github/v66/github"
 
 	"github.com/wardenhq/warden/gating"
-	"github.com/wardenhq/warden/internal/db"
 	"github.com/wardenhq/warden/mirror/store"
 )
 
@@ -24,10 +23,6 @@ const settingsCacheTTL = 30 * time.Second
 
 // settingsWriteTries bounds the optimistic-concurrency retries of a write.
 const settingsWriteTries = 5
-
-// maxSettingsPushCommits is the commit count from which a push's commit
-// list is taken as possibly truncated (so as touching the settings file).
-const maxSettingsPushCommits = 20
 
 // SettingsStore keeps each served repository's settings in effect
 // (CONTRACT.md §2): an in-memory cache in front of a durable table, filled
@@ -41,7 +36,7 @@ type SettingsStore struct {
 	// Set it before the store is used.
 	IsRecordedAgent func(repoID int64, login string) bool
 
-	db     *db.DB
+	rows   *store.SettingsRows
 	gh     Clients
 	agents []string
 	log    *slog.Logger
@@ -82,11 +77,13 @@ func OpenSettingsStore(st *store.Store, gh Clients, agents []string, log *slog.L
 	if st == nil {
 		return nil, errors.New("open the settings store: no store")
 	}
-	d := st.DB
+	if st.Settings == nil {
+		return nil, errors.New("open the settings store: the store has no settings rows")
+	}
 	if log == nil {
 		log = slog.Default()
 	}
-	return &SettingsStore{db: d, gh: gh, agents: slices.Clone(agents), log: log, now: time.Now, ttl: settingsCacheTTL,
+	return &SettingsStore{rows: st.Settings, gh: gh, agents: slices.Clone(agents), log: log, now: time.Now, ttl: settingsCacheTTL,
 		cache: map[int64]settingsCached{}}, nil
 }
 
@@ -133,8 +130,8 @@ func (s *SettingsStore) Problems(ctx context.Context, repoID int64) ([]SettingsP
 // Forget drops a repository's settings (it is no longer served); serving
 // it again starts from Load.
 func (s *SettingsStore) Forget(ctx context.Context, repoID int64) error {
-	if _, err := s.db.Write.ExecContext(ctx, `DELETE FROM repo_settings WHERE repo_id = $1`, repoID); err != nil {
-		return fmt.Errorf("forget the settings of repository %d: %w", repoID, err)
+	if err := s.rows.Forget(ctx, repoID); err != nil {
+		return err
 	}
 	s.mu.Lock()
 	delete(s.cache, repoID)
@@ -495,14 +492,10 @@ func (s *SettingsStore) client(r store.Repo) (*github.Client, error) {
 }
 
 // lock serialises the writers of one repository's settings, across
-// replicas on PostgreSQL (db.DB.Lock); the row's version still fences a
-// write that raced one anyway.
+// replicas on PostgreSQL (store.SettingsRows.Lock); the row's version still
+// fences a write that raced one anyway.
 func (s *SettingsStore) lock(ctx context.Context, repoID int64) (func(), error) {
-	release, err := s.db.Lock(ctx, fmt.Sprintf("settings/%d", repoID))
-	if err != nil {
-		return nil, fmt.Errorf("wait for the settings of repository %d: %w", repoID, err)
-	}
-	return release, nil
+	return s.rows.Lock(ctx, repoID)
 }
 
 func shortSHA(sha string) string {

@@ -492,11 +492,14 @@ func TestSettingsSamePushTwice(t *testing.T) {
 
 func (e *settingsEnv) rowVersion() int64 {
 	e.t.Helper()
-	var v int64
-	if err := e.d.Read.QueryRow(`SELECT version FROM repo_settings WHERE repo_id = $1`, e.repo.ID).Scan(&v); err != nil {
+	row, found, err := e.store.rows.Get(e.ctx, e.repo.ID)
+	if err != nil {
 		e.t.Fatal(err)
 	}
-	return v
+	if !found {
+		e.t.Fatal("no settings row")
+	}
+	return row.Version
 }
 
 // ---- out-of-order deliveries ----
@@ -715,7 +718,11 @@ func TestSettingsGitHubErrors(t *testing.T) {
 		t.Fatalf("Load with GitHub answering 500: %q, want an error", out)
 	}
 	var n int
-	if err := f.d.Read.QueryRow(`SELECT COUNT(*) FROM repo_settings`).Scan(&n); err != nil || n != 0 {
+	_, found, err := f.store.rows.Get(f.ctx, f.repo.ID)
+	if found {
+		n = 1
+	}
+	if err != nil || n != 0 {
 		t.Errorf("rows after a failed Load: %d (%v), want 0", n, err)
 	}
 	if got := f.store.Get(f.ctx, f.repo); !reflect.DeepEqual(got, gating.DefaultSettings()) {

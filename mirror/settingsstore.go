@@ -2,13 +2,12 @@ package mirror
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 
 	"github.com/wardenhq/warden/gating"
+	"github.com/wardenhq/warden/mirror/store"
 )
 
 // settingsRecord is one row of repo_settings.
@@ -34,29 +33,27 @@ func (rec settingsRecord) findings() []SettingsProblem {
 	return findings
 }
 
-// read returns the repository's row; with none, found is false and the
-// record holds the defaults.
+// read returns the repository's row, decoded; with none, found is false and
+// the record holds the defaults.
 func (s *SettingsStore) read(ctx context.Context, repoID int64) (rec settingsRecord, found bool, err error) {
-	var settingsJSON, problemsJSON, pendingJSON string
-	err = s.db.Read.QueryRowContext(ctx, `SELECT settings_json, problems_json, source_sha, pushed_at, changed_by, pending_json, version
-		FROM repo_settings WHERE repo_id = $1`, repoID).Scan(&settingsJSON, &problemsJSON, &rec.sourceSHA, &rec.pushedAt,
-		&rec.changedBy, &pendingJSON, &rec.version)
-	if errors.Is(err, sql.ErrNoRows) {
+	row, found, err := s.rows.Get(ctx, repoID)
+	if err != nil {
+		return settingsRecord{}, false, err
+	}
+	if !found {
 		return settingsRecord{settings: gating.DefaultSettings()}, false, nil
 	}
-	if err != nil {
-		return settingsRecord{}, false, fmt.Errorf("read the settings of repository %d: %w", repoID, err)
-	}
+	rec = settingsRecord{sourceSHA: row.SourceSHA, pushedAt: row.PushedAt, changedBy: row.ChangedBy, version: row.Version}
 	rec.settings = gating.DefaultSettings() // a field the stored JSON lacks (an older warden's) keeps its default
-	if err := json.Unmarshal([]byte(settingsJSON), &rec.settings); err != nil {
+	if err := json.Unmarshal([]byte(row.SettingsJSON), &rec.settings); err != nil {
 		return settingsRecord{}, false, fmt.Errorf("read the settings of repository %d: settings_json: %w", repoID, err)
 	}
-	if err := json.Unmarshal([]byte(problemsJSON), &rec.problems); err != nil {
+	if err := json.Unmarshal([]byte(row.ProblemsJSON), &rec.problems); err != nil {
 		return settingsRecord{}, false, fmt.Errorf("read the settings of repository %d: problems_json: %w", repoID, err)
 	}
-	if pendingJSON != "" {
+	if row.PendingJSON != "" {
 		rec.pending = &settingsFile{}
-		if err := json.Unmarshal([]byte(pendingJSON), rec.pending); err != nil {
+		if err := json.Unmarshal([]byte(row.PendingJSON), rec.pending); err != nil {
 			return settingsRecord{}, false, fmt.Errorf("read the settings of repository %d: pending_json: %w", repoID, err)
 		}
 	}
@@ -85,29 +82,10 @@ func (s *SettingsStore) save(ctx context.Context, repoID int64, prev settingsRec
 		}
 	}
 	next.version = prev.version + 1
-	now := s.now().UnixMilli()
-	var res sql.Result
-	if found {
-		res, err = s.db.Write.ExecContext(ctx, `UPDATE repo_settings SET settings_json = $1, problems_json = $2, source_sha = $3,
-			pushed_at = $4, changed_by = $5, pending_json = $6, version = $7, updated_at = $8 WHERE repo_id = $9 AND version = $10`,
-			string(settingsJSON), string(problemsJSON), next.sourceSHA, next.pushedAt, next.changedBy, string(pendingJSON),
-			next.version, now, repoID, prev.version)
-	} else {
-		res, err = s.db.Write.ExecContext(ctx, `INSERT INTO repo_settings (repo_id, settings_json, problems_json, source_sha,
-			pushed_at, changed_by, pending_json, version, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-			ON CONFLICT (repo_id) DO NOTHING`,
-			repoID, string(settingsJSON), string(problemsJSON), next.sourceSHA, next.pushedAt, next.changedBy, string(pendingJSON),
-			next.version, now)
-	}
-	if err != nil {
-		return false, fmt.Errorf("save the settings of repository %d: %w", repoID, err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return false, fmt.Errorf("save the settings of repository %d: %w", repoID, err)
-	}
-	if n == 0 {
-		return false, nil
+	row := store.SettingsRow{SettingsJSON: string(settingsJSON), ProblemsJSON: string(problemsJSON), SourceSHA: next.sourceSHA,
+		PushedAt: next.pushedAt, ChangedBy: next.changedBy, PendingJSON: string(pendingJSON), Version: next.version}
+	if ok, err := s.rows.Save(ctx, repoID, prev.version, found, row, s.now().UnixMilli()); err != nil || !ok {
+		return false, err
 	}
 	s.remember(repoID, next, true)
 	return true, nil
