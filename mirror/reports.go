@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -16,7 +15,6 @@ import (
 	"github.com/google/go-github/v66/github"
 
 	"github.com/wardenhq/warden/gating"
-	"github.com/wardenhq/warden/internal/db"
 	"github.com/wardenhq/warden/mirror/store"
 )
 
@@ -60,10 +58,9 @@ const (
 // database: a write lease on the item's row makes one writer at a time, so
 // an item never gets two report comments.
 type Reports struct {
-	db  *db.DB
-	gh  Clients
-	log *slog.Logger
-	pg  bool
+	rows *store.ReportRows
+	gh   Clients
+	log  *slog.Logger
 
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
@@ -83,14 +80,13 @@ func OpenReports(st *store.Store, gh Clients, log *slog.Logger) (*Reports, error
 	if st == nil {
 		return nil, errors.New("open reports: no store")
 	}
-	d := st.DB
 	if gh == nil {
 		return nil, errors.New("open reports: no GitHub clients")
 	}
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Reports{db: d, gh: gh, log: log.With("component", "reports"), pg: d.Dialect == db.Postgres}, nil
+	return &Reports{rows: st.Reports, gh: gh, log: log.With("component", "reports")}, nil
 }
 
 func (r *Reports) now() time.Time {
@@ -107,25 +103,9 @@ func (r *Reports) settings(ctx context.Context, repo store.Repo) gating.Settings
 	return gating.DefaultSettings()
 }
 
-// reportRow is one item's report state.
-type reportRow struct {
-	repo        store.Repo
-	number      int
-	commentID   int64
-	body        string
-	writtenHash string
-	writtenAt   int64 // unix ms
-	findings    []gating.ReportFinding
-	refusals    []string
-	pending     bool
-	dueAt       int64
-	leaseOwner  string
-	leaseUntil  int64
-}
-
-// needed reports whether the item has, or must get, a report comment.
-func (w *reportRow) needed() bool {
-	return w.commentID != 0 || len(w.findings) > 0 || len(w.refusals) > 0
+// reportNeeded reports whether the item has, or must get, a report comment.
+func reportNeeded(w *store.ReportRow) bool {
+	return w.CommentID != 0 || len(w.Findings) > 0 || len(w.Refusals) > 0
 }
 
 // reportWrite is a write to GitHub decided under the lease.
@@ -152,8 +132,8 @@ type reportWrite struct {
 // outcome (the Report* constants).
 func (r *Reports) Publish(ctx context.Context, repo store.Repo, number int, findings []gating.ReportFinding) (string, error) {
 	fs := normFindings(findings)
-	return r.update(ctx, repo, number, func(w *reportRow) { w.findings = fs }, func(w *reportRow) bool {
-		return slices.Equal(w.findings, fs)
+	return r.update(ctx, repo, number, func(w *store.ReportRow) { w.Findings = fs }, func(w *store.ReportRow) bool {
+		return slices.Equal(w.Findings, fs)
 	})
 }
 
@@ -165,10 +145,10 @@ func (r *Reports) Refuse(ctx context.Context, repo store.Repo, number int, line 
 	if line == "" {
 		return "", errors.New("report refusal: empty line")
 	}
-	return r.update(ctx, repo, number, func(w *reportRow) {
-		w.refusals = append(w.refusals, line)
-		if len(w.refusals) > ReportRefusals {
-			w.refusals = slices.Clone(w.refusals[len(w.refusals)-ReportRefusals:])
+	return r.update(ctx, repo, number, func(w *store.ReportRow) {
+		w.Refusals = append(w.Refusals, line)
+		if len(w.Refusals) > ReportRefusals {
+			w.Refusals = slices.Clone(w.Refusals[len(w.Refusals)-ReportRefusals:])
 		}
 	}, nil)
 }
@@ -178,9 +158,9 @@ func (r *Reports) Refuse(ctx context.Context, repo store.Repo, number int, line 
 // (so a comment edited or deleted by hand is restored), coalesced like any
 // edit. An item with nothing to report and no comment gets none.
 func (r *Reports) Refresh(ctx context.Context, repo store.Repo, number int) (string, error) {
-	return r.update(ctx, repo, number, func(w *reportRow) {
-		if w.commentID != 0 {
-			w.writtenHash = "" // unknown: write it again
+	return r.update(ctx, repo, number, func(w *store.ReportRow) {
+		if w.CommentID != 0 {
+			w.WrittenHash = "" // unknown: write it again
 		}
 	}, nil)
 }
@@ -188,16 +168,7 @@ func (r *Reports) Refresh(ctx context.Context, repo store.Repo, number int) (str
 // CommentID returns the id of the item's report comment (0: none), so the
 // comment trail recognises warden's own comment.
 func (r *Reports) CommentID(ctx context.Context, repoID int64, number int) (int64, error) {
-	var id int64
-	err := r.db.Read.QueryRowContext(ctx, `SELECT comment_id FROM report_comments WHERE repo_id = $1 AND number = $2`,
-		repoID, number).Scan(&id)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil
-	}
-	if err != nil {
-		return 0, fmt.Errorf("report comment id of %s: %w", gating.IDFor(number), err)
-	}
-	return id, nil
+	return r.rows.CommentID(ctx, repoID, number)
 }
 
 // Flush writes every pending edit that is due (a timer calls it every few
@@ -205,30 +176,10 @@ func (r *Reports) CommentID(ctx context.Context, repoID int64, number int) (int6
 // does not stop the others: it is logged, the edit stays pending (retried
 // after reportRetry), and the errors are returned joined.
 func (r *Reports) Flush(ctx context.Context) (int, error) {
-	rows, err := r.db.Read.QueryContext(ctx, `SELECT repo_id, number, full_name, installation, default_branch
-		FROM report_comments WHERE pending = 1 AND due_at <= $1 ORDER BY due_at, repo_id, number LIMIT $2`,
-		r.now().UnixMilli(), reportFlushBatch)
+	dues, err := r.rows.Due(ctx, r.now().UnixMilli(), reportFlushBatch)
 	if err != nil {
 		return 0, fmt.Errorf("flush reports: %w", err)
 	}
-	type due struct {
-		repo   store.Repo
-		number int
-	}
-	var dues []due
-	for rows.Next() {
-		var d due
-		if err := rows.Scan(&d.repo.ID, &d.number, &d.repo.FullName, &d.repo.Installation, &d.repo.DefaultBranch); err != nil {
-			rows.Close()
-			return 0, fmt.Errorf("flush reports: %w", err)
-		}
-		dues = append(dues, d)
-	}
-	if err := rows.Err(); err != nil {
-		rows.Close()
-		return 0, fmt.Errorf("flush reports: %w", err)
-	}
-	rows.Close()
 	written := 0
 	var errs []error
 	for _, d := range dues {
@@ -236,9 +187,9 @@ func (r *Reports) Flush(ctx context.Context) (int, error) {
 			errs = append(errs, err)
 			break
 		}
-		out, err := r.run(ctx, d.repo, d.number, nil, true)
+		out, err := r.run(ctx, d.Repo, d.Number, nil, true)
 		if err != nil {
-			r.log.Warn("report flush failed", "repo", d.repo.FullName, "item", gating.IDFor(d.number), "err", err)
+			r.log.Warn("report flush failed", "repo", d.Repo.FullName, "item", gating.IDFor(d.Number), "err", err)
 			errs = append(errs, err)
 			continue
 		}
@@ -253,7 +204,7 @@ func (r *Reports) Flush(ctx context.Context) (int, error) {
 // update applies change to the item's row and republishes. same, when not
 // nil, reports whether change would leave the row as it is: then a read
 // alone can answer "nothing to do" without a write transaction.
-func (r *Reports) update(ctx context.Context, repo store.Repo, number int, change func(*reportRow), same func(*reportRow) bool) (string, error) {
+func (r *Reports) update(ctx context.Context, repo store.Repo, number int, change func(*store.ReportRow), same func(*store.ReportRow) bool) (string, error) {
 	if number <= 0 {
 		return "", fmt.Errorf("report comment: issue number %d", number)
 	}
@@ -270,119 +221,109 @@ func (r *Reports) update(ctx context.Context, repo store.Repo, number int, chang
 
 // quick answers from a read when nothing would change: no comment and
 // nothing to report, or the same findings already on GitHub.
-func (r *Reports) quick(ctx context.Context, repo store.Repo, number int, change func(*reportRow), same func(*reportRow) bool) (string, bool, error) {
-	w, found, err := r.load(ctx, r.db.Read, repo.ID, number, false)
+func (r *Reports) quick(ctx context.Context, repo store.Repo, number int, change func(*store.ReportRow), same func(*store.ReportRow) bool) (string, bool, error) {
+	w, found, err := r.rows.Get(ctx, repo.ID, number)
 	if err != nil {
 		return "", false, err
 	}
 	if !found {
-		w = &reportRow{repo: repo, number: number}
+		w = &store.ReportRow{Repo: repo, Number: number}
 		change(w)
-		if !w.needed() {
+		if !reportNeeded(w) {
 			return ReportNotNeeded, true, nil
 		}
 		return "", false, nil
 	}
-	if !same(w) || w.pending || w.leaseOwner != "" || w.commentID == 0 || w.repo != repo {
+	if !same(w) || w.Pending || w.LeaseOwner != "" || w.CommentID == 0 || w.Repo != repo {
 		return "", false, nil
 	}
-	if hashBody(r.render(w)) == w.writtenHash {
+	if hashBody(r.render(w)) == w.WrittenHash {
 		return ReportUnchanged, true, nil
 	}
 	return "", false, nil
 }
 
-func (r *Reports) render(w *reportRow) string {
-	return gating.RenderReportComment(gating.IDFor(w.number), w.findings, w.refusals, r.StatusHint)
+func (r *Reports) render(w *store.ReportRow) string {
+	return gating.RenderReportComment(gating.IDFor(w.Number), w.Findings, w.Refusals, r.StatusHint)
 }
 
 // run decides under the row lock, writes to GitHub outside the transaction
 // when the decision is to write now, and records the result. change (may be
 // nil) edits the desired state first. flush: only a pending edit that is due
-// is written.
-func (r *Reports) run(ctx context.Context, repo store.Repo, number int, change func(*reportRow), flush bool) (string, error) {
+// is written. An item with no row gets one only when the change gives it
+// something to report (flush never creates one).
+func (r *Reports) run(ctx context.Context, repo store.Repo, number int, change func(*store.ReportRow), flush bool) (string, error) {
 	settings := r.settings(ctx, repo) // before the transaction: it may read the database
+	create := false
+	if !flush {
+		probe := &store.ReportRow{Repo: repo, Number: number}
+		if change != nil {
+			change(probe)
+		}
+		create = reportNeeded(probe)
+	}
+	var out string
 	var plan *reportWrite
-	out, err := r.writeTx(ctx, func(tx *sql.Tx) (string, error) {
-		now := r.now().UnixMilli()
-		w, found, err := r.load(ctx, tx, repo.ID, number, true)
-		if err != nil {
-			return "", err
+	err := r.rows.Update(ctx, repo, number, create, r.now, func(w *store.ReportRow, now int64) (bool, error) {
+		switch {
+		case w == nil && flush:
+			out = reportNotDue
+			return false, nil
+		case w == nil:
+			out = ReportNotNeeded
+			return false, nil
+		case flush && (!w.Pending || w.DueAt > now):
+			out = reportNotDue
+			return false, nil
 		}
-		if !found {
-			if flush {
-				return reportNotDue, nil
-			}
-			probe := &reportRow{repo: repo, number: number}
-			if change != nil {
-				change(probe)
-			}
-			if !probe.needed() {
-				return ReportNotNeeded, nil
-			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO report_comments (repo_id, number, full_name, installation, default_branch, updated_at)
-				VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (repo_id, number) DO NOTHING`,
-				repo.ID, number, repo.FullName, repo.Installation, repo.DefaultBranch, now); err != nil {
-				return "", fmt.Errorf("report comment of %s: insert: %w", gating.IDFor(number), err)
-			}
-			if w, found, err = r.load(ctx, tx, repo.ID, number, true); err != nil {
-				return "", err
-			} else if !found {
-				return "", fmt.Errorf("report comment of %s: row vanished", gating.IDFor(number))
-			}
-		}
-		if flush && (!w.pending || w.dueAt > now) {
-			return reportNotDue, nil
-		}
-		w.repo = repo
+		w.Repo = repo
 		if change != nil {
 			change(w)
 		}
-		out, p := r.decide(w, now, settings.DryRun)
-		if err := r.save(ctx, tx, w, now); err != nil {
-			return "", err
-		}
-		plan = p
-		return out, nil
+		out, plan = r.decide(w, now, settings.DryRun)
+		return true, nil
 	})
-	if err != nil || plan == nil {
-		return out, err
+	if err != nil {
+		return "", err
+	}
+	if plan == nil {
+		return out, nil
 	}
 	return r.write(ctx, plan)
 }
 
 // decide renders the desired body and says what to do: an outcome with no
 // write, or a write to make now (the lease is then taken on w).
-func (r *Reports) decide(w *reportRow, now int64, dryRun bool) (string, *reportWrite) {
-	if !w.needed() {
-		w.pending, w.body = false, ""
+func (r *Reports) decide(w *store.ReportRow, now int64, dryRun bool) (string, *reportWrite) {
+	if !reportNeeded(w) {
+		w.Pending, w.Body = false, ""
 		return ReportNotNeeded, nil
 	}
-	w.body = r.render(w)
+	w.Body = r.render(w)
 	switch {
 	case dryRun:
-		w.pending = false
+		w.Pending = false
 		return ReportDryRun, nil
-	case w.commentID != 0 && hashBody(w.body) == w.writtenHash:
-		w.pending = false
+	case w.CommentID != 0 && hashBody(w.Body) == w.WrittenHash:
+		w.Pending = false
 		return ReportUnchanged, nil
-	case w.leaseOwner != "" && w.leaseUntil > now:
+	case w.LeaseOwner != "" && w.LeaseUntil > now:
 		// Another writer is at it; it re-checks what is desired when it
 		// records its write (and sets when the edit is due). Should it never
 		// record, Flush takes over once its lease has lapsed.
-		w.pending, w.dueAt = true, max(w.leaseUntil, w.writtenAt+ReportInterval.Milliseconds())
+		w.Pending, w.DueAt = true, max(w.LeaseUntil, w.WrittenAt+ReportInterval.Milliseconds())
 		return ReportBusy, nil
-	case w.writtenAt != 0 && now < w.writtenAt+ReportInterval.Milliseconds():
-		w.pending, w.dueAt = true, w.writtenAt+ReportInterval.Milliseconds()
+	case w.WrittenAt != 0 && now < w.WrittenAt+ReportInterval.Milliseconds():
+		w.Pending, w.DueAt = true, w.WrittenAt+ReportInterval.Milliseconds()
 		return ReportCoalesced, nil
 	}
 	var lookSince time.Time
-	if w.leaseOwner != "" { // a lapsed lease: its writer stopped before recording
-		lookSince = time.UnixMilli(w.leaseUntil - reportLease.Milliseconds())
+	if w.LeaseOwner != "" { // a lapsed lease: its writer stopped before recording
+		lookSince = time.UnixMilli(w.LeaseUntil - reportLease.Milliseconds())
 	}
-	w.leaseOwner, w.leaseUntil = leaseToken(), now+reportLease.Milliseconds()
-	w.pending, w.dueAt = true, now // until the write is recorded
-	return "", &reportWrite{repo: w.repo, number: w.number, commentID: w.commentID, body: w.body, token: w.leaseOwner, lookSince: lookSince}
+	w.LeaseOwner, w.LeaseUntil = leaseToken(), now+reportLease.Milliseconds()
+	w.Pending, w.DueAt = true, now // until the write is recorded
+	return "", &reportWrite{repo: w.Repo, number: w.Number, commentID: w.CommentID, body: w.Body, token: w.LeaseOwner, lookSince: lookSince}
 }
 
 // normFindings orders and de-duplicates findings as the comment lists them

@@ -64,7 +64,7 @@ type reportEnv struct {
 	rt     *countingRT
 	clock  *fakeClock
 	r      *Reports
-	d      *db.DB
+	rows   *store.ReportRows
 	dry    atomic.Bool
 	human  *ghsim.Actor
 }
@@ -92,11 +92,12 @@ func newReportEnv(t *testing.T) *reportEnv {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close() })
-	r, err := OpenReports(testStore(t, d), a, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	st := testStore(t, d)
+	r, err := OpenReports(st, a, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &reportEnv{t: t, ctx: ctx, sim: sim, ghRepo: ghRepo, rt: rt, r: r, d: d,
+	e := &reportEnv{t: t, ctx: ctx, sim: sim, ghRepo: ghRepo, rt: rt, r: r, rows: st.Reports,
 		clock: clock,
 		repo:  store.Repo{ID: ghRepo.ID, FullName: "acme/app", Installation: inst.ID, DefaultBranch: "main"}}
 	r.Now, r.StatusHint, r.Bot = e.clock.Now, reportStatus, sim.BotLogin
@@ -179,12 +180,29 @@ func (e *reportEnv) flush(want int) {
 
 func (e *reportEnv) row(n int) (pending bool, dueAt int64, body string) {
 	e.t.Helper()
-	var p int64
-	if err := e.d.Read.QueryRowContext(e.ctx, `SELECT pending, due_at, body FROM report_comments WHERE repo_id = $1 AND number = $2`,
-		e.repo.ID, n).Scan(&p, &dueAt, &body); err != nil {
+	w, found, err := e.rows.Get(e.ctx, e.repo.ID, n)
+	if err != nil {
 		e.t.Fatal(err)
 	}
-	return p != 0, dueAt, body
+	if !found {
+		e.t.Fatalf("no report row for %d", n)
+	}
+	return w.Pending, w.DueAt, w.Body
+}
+
+// setRow edits the item's stored row in place (as another writer would).
+func (e *reportEnv) setRow(n int, edit func(w *store.ReportRow)) {
+	e.t.Helper()
+	err := e.rows.Update(e.ctx, e.repo, n, false, e.clock.Now, func(w *store.ReportRow, _ int64) (bool, error) {
+		if w == nil {
+			return false, fmt.Errorf("no report row for %d", n)
+		}
+		edit(w)
+		return true, nil
+	})
+	if err != nil {
+		e.t.Fatal(err)
+	}
 }
 
 func (e *reportEnv) commentID(n int) int64 {
@@ -549,10 +567,9 @@ func TestReportLapsedLease(t *testing.T) {
 	// Another writer took the lease and vanished before recording its write.
 	e.clock.Advance(2 * time.Minute)
 	until := e.clock.Now().Add(reportLease).UnixMilli()
-	if _, err := e.d.Write.ExecContext(e.ctx, `UPDATE report_comments SET lease_owner = 'gone', lease_until = $1, pending = 1, due_at = $2
-		WHERE repo_id = $3 AND number = $4`, until, e.clock.Now().UnixMilli(), e.repo.ID, n); err != nil {
-		t.Fatal(err)
-	}
+	e.setRow(n, func(w *store.ReportRow) {
+		w.LeaseOwner, w.LeaseUntil, w.Pending, w.DueAt = "gone", until, true, e.clock.Now().UnixMilli()
+	})
 	e.rt.take()
 	e.publish(n, ReportBusy, fCycle, fUnknown)
 	e.flush(0)
@@ -578,11 +595,11 @@ func TestReportLapsedCreateIsAdopted(t *testing.T) {
 			n := e.issue()
 			e.publish(n, ReportCreated, fCycle)
 			id, _ := e.only(n)
-			if _, err := e.d.Write.ExecContext(e.ctx, `UPDATE report_comments SET comment_id = 0, written_hash = '', written_at = 0,
-				lease_owner = 'gone', lease_until = $1, pending = 1, due_at = $2 WHERE repo_id = $3 AND number = $4`,
-				e.clock.Now().Add(reportLease).UnixMilli(), e.clock.Now().UnixMilli(), e.repo.ID, n); err != nil {
-				t.Fatal(err)
-			}
+			e.setRow(n, func(w *store.ReportRow) {
+				w.CommentID, w.WrittenHash, w.WrittenAt = 0, "", 0
+				w.LeaseOwner, w.LeaseUntil = "gone", e.clock.Now().Add(reportLease).UnixMilli()
+				w.Pending, w.DueAt = true, e.clock.Now().UnixMilli()
+			})
 			if !known {
 				e.r.Bot = func() string { return "" }
 			}

@@ -2,8 +2,6 @@ package mirror
 
 import (
 	"context"
-	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -121,28 +119,23 @@ func (r *Reports) deleteComment(ctx context.Context, repo store.Repo, id int64) 
 // changed meanwhile. dup is a comment this write created (created) although
 // another writer's comment was recorded meanwhile (to delete).
 func (r *Reports) record(ctx context.Context, p *reportWrite, id int64, created bool) (dup int64, err error) {
-	_, err = r.writeTx(ctx, func(tx *sql.Tx) (string, error) {
-		now := r.now().UnixMilli()
-		w, found, err := r.load(ctx, tx, p.repo.ID, p.number, true)
-		if err != nil {
-			return "", err
+	err = r.rows.Update(ctx, p.repo, p.number, false, r.now, func(w *store.ReportRow, now int64) (bool, error) {
+		if w == nil {
+			return false, fmt.Errorf("report comment of %s: row vanished during the write", gating.IDFor(p.number))
 		}
-		if !found {
-			return "", fmt.Errorf("report comment of %s: row vanished during the write", gating.IDFor(p.number))
-		}
-		if created && w.commentID != p.commentID && w.commentID != 0 {
+		if created && w.CommentID != p.commentID && w.CommentID != 0 {
 			dup = id
 		} else {
-			w.commentID, w.writtenHash, w.writtenAt = id, hashBody(p.body), now
+			w.CommentID, w.WrittenHash, w.WrittenAt = id, hashBody(p.body), now
 		}
-		if w.leaseOwner == p.token {
-			w.leaseOwner, w.leaseUntil = "", 0
+		if w.LeaseOwner == p.token {
+			w.LeaseOwner, w.LeaseUntil = "", 0
 		}
-		w.pending = w.body != "" && hashBody(w.body) != w.writtenHash
-		if w.pending {
-			w.dueAt = w.writtenAt + ReportInterval.Milliseconds()
+		w.Pending = w.Body != "" && hashBody(w.Body) != w.WrittenHash
+		if w.Pending {
+			w.DueAt = w.WrittenAt + ReportInterval.Milliseconds()
 		}
-		return "", r.save(ctx, tx, w, now)
+		return true, nil
 	})
 	if err != nil {
 		return 0, fmt.Errorf("report comment of %s: record comment %d: %w", gating.IDFor(p.number), id, err)
@@ -155,104 +148,21 @@ func (r *Reports) record(ctx context.Context, p *reportWrite, id int64, created 
 // nothing is pending and no comment is recorded (the next Publish tries
 // again, with a new comment).
 func (r *Reports) recordFailure(ctx context.Context, p *reportWrite, gone bool) error {
-	_, err := r.writeTx(ctx, func(tx *sql.Tx) (string, error) {
-		now := r.now().UnixMilli()
-		w, found, err := r.load(ctx, tx, p.repo.ID, p.number, true)
-		if err != nil || !found {
-			return "", err
+	err := r.rows.Update(ctx, p.repo, p.number, false, r.now, func(w *store.ReportRow, now int64) (bool, error) {
+		if w == nil {
+			return false, nil
 		}
-		if w.leaseOwner == p.token {
-			w.leaseOwner, w.leaseUntil = "", 0
+		if w.LeaseOwner == p.token {
+			w.LeaseOwner, w.LeaseUntil = "", 0
 		}
-		w.pending, w.dueAt = !gone, now+reportRetry.Milliseconds()
-		if gone && w.commentID == p.commentID {
-			w.commentID, w.writtenHash = 0, ""
+		w.Pending, w.DueAt = !gone, now+reportRetry.Milliseconds()
+		if gone && w.CommentID == p.commentID {
+			w.CommentID, w.WrittenHash = 0, ""
 		}
-		return "", r.save(ctx, tx, w, now)
+		return true, nil
 	})
 	if err != nil {
 		return fmt.Errorf("record failed write: %w", err)
-	}
-	return nil
-}
-
-// writeTx runs fn in one write transaction and commits when it returns nil.
-func (r *Reports) writeTx(ctx context.Context, fn func(tx *sql.Tx) (string, error)) (string, error) {
-	tx, err := r.db.Write.BeginTx(ctx, nil)
-	if err != nil {
-		return "", fmt.Errorf("reports: begin: %w", err)
-	}
-	defer tx.Rollback()
-	out, err := fn(tx)
-	if err != nil {
-		return "", err
-	}
-	if err := tx.Commit(); err != nil {
-		return "", fmt.Errorf("reports: commit: %w", err)
-	}
-	return out, nil
-}
-
-// load reads an item's row; lock takes its row lock on PostgreSQL (on
-// SQLite the write transaction already excludes other writers).
-func (r *Reports) load(ctx context.Context, q store.Querier, repoID int64, number int, lock bool) (*reportRow, bool, error) {
-	query := `SELECT full_name, installation, default_branch, comment_id, body, written_hash, written_at,
-		findings_json, refusals_json, pending, due_at, lease_owner, lease_until
-		FROM report_comments WHERE repo_id = $1 AND number = $2`
-	if lock && r.pg {
-		query += " FOR UPDATE"
-	}
-	w := &reportRow{number: number}
-	w.repo.ID = repoID
-	var fj, rj string
-	var pending int64
-	err := q.QueryRowContext(ctx, query, repoID, number).Scan(&w.repo.FullName, &w.repo.Installation, &w.repo.DefaultBranch,
-		&w.commentID, &w.body, &w.writtenHash, &w.writtenAt, &fj, &rj, &pending, &w.dueAt, &w.leaseOwner, &w.leaseUntil)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("report comment of %s: read: %w", gating.IDFor(number), err)
-	}
-	w.pending = pending != 0
-	if err := json.Unmarshal([]byte(fj), &w.findings); err != nil {
-		return nil, false, fmt.Errorf("report comment of %s: findings: %w", gating.IDFor(number), err)
-	}
-	if err := json.Unmarshal([]byte(rj), &w.refusals); err != nil {
-		return nil, false, fmt.Errorf("report comment of %s: refusals: %w", gating.IDFor(number), err)
-	}
-	return w, true, nil
-}
-
-// save writes the row back (it exists: run inserted it).
-func (r *Reports) save(ctx context.Context, tx *sql.Tx, w *reportRow, now int64) error {
-	fs, rs := w.findings, w.refusals
-	if fs == nil {
-		fs = []gating.ReportFinding{}
-	}
-	if rs == nil {
-		rs = []string{}
-	}
-	fj, err := json.Marshal(fs)
-	if err != nil {
-		return fmt.Errorf("report comment of %s: findings: %w", gating.IDFor(w.number), err)
-	}
-	rj, err := json.Marshal(rs)
-	if err != nil {
-		return fmt.Errorf("report comment of %s: refusals: %w", gating.IDFor(w.number), err)
-	}
-	pending := 0
-	if w.pending {
-		pending = 1
-	}
-	if _, err := tx.ExecContext(ctx, `UPDATE report_comments SET full_name = $3, installation = $4, default_branch = $5,
-		comment_id = $6, body = $7, written_hash = $8, written_at = $9, findings_json = $10, refusals_json = $11,
-		pending = $12, due_at = $13, lease_owner = $14, lease_until = $15, updated_at = $16
-		WHERE repo_id = $1 AND number = $2`,
-		w.repo.ID, w.number, w.repo.FullName, w.repo.Installation, w.repo.DefaultBranch,
-		w.commentID, w.body, w.writtenHash, w.writtenAt, string(fj), string(rj),
-		pending, w.dueAt, w.leaseOwner, w.leaseUntil, now); err != nil {
-		return fmt.Errorf("report comment of %s: write: %w", gating.IDFor(w.number), err)
 	}
 	return nil
 }
