@@ -1,0 +1,93 @@
+// Package mirror is warden's GitHub side. ls is the event map: one file
+// per webhook event (installation.go, issues.go, issue_comment.go,
+// pull_request.go, check_suite.go, push.go) over the base in this file;
+// then what those handlers share: the gate on label acts (gate.go,
+// labelevents.go), who is who (people.go), the parking ladder (park.go),
+// the /backlog commands (commands.go), the check run (checkruns.go), the
+// anchors (anchors.go, anchorpush.go), the settling of one item
+// (settle.go), the reconcile (reconcile*.go, divergences.go, backfill.go),
+// the report comment (reports*.go), the dashboard (dashboard*.go) and the
+// settings loader (settings*.go). Every rule it applies is gating's and
+// every table is the store's (mirror/store); this package reads GitHub,
+// writes to it and sequences.
+package mirror
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/google/go-github/v66/github"
+
+	"github.com/wardenhq/warden/gating"
+	"github.com/wardenhq/warden/mirror/store"
+)
+
+// Clients gives warden's GitHub client for an installation.
+type Clients interface {
+	Installation(id int64) (*github.Client, error)
+}
+
+// Mirror keeps the ledger and GitHub in step: it records the repositories
+// warden serves and turns issues that gain the item label into items.
+type Mirror struct {
+	Ledger *store.Ledger
+	Acts   *store.Acts
+	GitHub Clients
+	Perms  *Permissions
+	// Region is WARDEN_REGION (the homeRegion of items made here).
+	Region string
+	// Agents are the WARDEN_AGENTS logins.
+	Agents []string
+	// Settings returns a repository's backlog settings.
+	Settings func(ctx context.Context, r store.Repo) gating.Settings
+	Log      *slog.Logger
+	Now      func() time.Time
+	// SettingsStore follows .github/backlog.yml (nil: Settings alone).
+	SettingsStore *SettingsStore
+	// Dashboards keeps the dashboard issues (nil: none are written).
+	Dashboards DashboardSink
+	// HTMLBase is GitHub's web address (https://github.com), for links in
+	// the dashboard; StatusHint points people to warden's status page.
+	HTMLBase, StatusHint string
+	// Reports keeps the report comments (nil: none are written).
+	Reports ReportSink
+	// Bot returns warden's own bot login ("<slug>[bot]"), known before any
+	// delivery is processed; nil or "" when unknown.
+	Bot func() string
+}
+
+// Event is a delivery as the mirror's handlers see it.
+type Event struct {
+	Name         string
+	Action       string
+	DeliveryID   string
+	Installation int64
+	Payload      []byte
+	FromSelf     bool
+}
+
+func (m *Mirror) now() time.Time {
+	if m.Now != nil {
+		return m.Now()
+	}
+	return time.Now()
+}
+
+func (m *Mirror) settings(ctx context.Context, r store.Repo) gating.Settings {
+	if m.Settings != nil {
+		return m.Settings(ctx, r)
+	}
+	return gating.DefaultSettings()
+}
+
+// Outcomes recorded for deliveries.
+const (
+	OutcomeIgnored  = "ignored"
+	OutcomeRecorded = "recorded"
+	// OutcomeIssueState: an issues delivery that makes no item recorded the
+	// issue's labels and state; OutcomeIssueStateOlder: its payload was older
+	// than the state already recorded, and was not applied.
+	OutcomeIssueState      = "issue state recorded"
+	OutcomeIssueStateOlder = "issue state older than recorded; not applied"
+)
