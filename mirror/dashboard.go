@@ -2,19 +2,13 @@ package mirror
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/http"
-	"sort"
 	"strings"
 	"time"
 
-	"github.com/google/go-github/v66/github"
-
 	"github.com/wardenhq/warden/gating"
-	"github.com/wardenhq/warden/internal/db"
 	"github.com/wardenhq/warden/mirror/store"
 )
 
@@ -62,10 +56,9 @@ const (
 // open, so a closed dashboard is reopened at its next change (or at the next
 // Sync after Invalidate). A deleted one is created anew.
 type Dashboards struct {
-	db  *db.DB
-	gh  Clients
-	log *slog.Logger
-	pg  bool
+	rows *store.DashboardRows
+	gh   Clients
+	log  *slog.Logger
 
 	// Now is the clock of the write lease (time.Now when nil).
 	Now func() time.Time
@@ -83,14 +76,16 @@ func OpenDashboards(st *store.Store, gh Clients, log *slog.Logger) (*Dashboards,
 	if st == nil {
 		return nil, errors.New("open dashboards: no store")
 	}
-	d := st.DB
+	if st.Dashboards == nil {
+		return nil, errors.New("open dashboards: the store has no dashboard rows")
+	}
 	if gh == nil {
 		return nil, errors.New("open dashboards: no GitHub clients")
 	}
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Dashboards{db: d, gh: gh, log: log.With("component", "dashboards"), pg: d.Dialect == db.Postgres}, nil
+	return &Dashboards{rows: st.Dashboards, gh: gh, log: log.With("component", "dashboards")}, nil
 }
 
 func (d *Dashboards) now() time.Time {
@@ -99,6 +94,9 @@ func (d *Dashboards) now() time.Time {
 	}
 	return time.Now()
 }
+
+// nowMs is the lease clock in unix milliseconds (the rows' clock).
+func (d *Dashboards) nowMs() int64 { return d.now().UnixMilli() }
 
 func (d *Dashboards) settings(ctx context.Context, repo store.Repo) gating.Settings {
 	if d.Settings != nil {
@@ -113,16 +111,6 @@ func (d *Dashboards) bot() string {
 	}
 	return ""
 }
-
-// dashRow is a repository's dashboard record.
-type dashRow struct {
-	number     int
-	hash       string
-	leaseOwner string
-	leaseUntil int64 // unix ms
-}
-
-func (w *dashRow) leased(now int64) bool { return w.leaseOwner != "" && w.leaseUntil > now }
 
 // dashPlan is a write to GitHub decided under the lease.
 type dashPlan struct {
@@ -174,11 +162,11 @@ func (d *Dashboards) Sync(ctx context.Context, repo store.Repo, body string, dry
 	hash := hashBody(body)
 
 	// A read answers the common case: nothing changed.
-	w, found, err := d.load(ctx, d.db.Read, repo.ID, false)
+	w, found, err := d.rows.Get(ctx, repo.ID)
 	if err != nil {
 		return "", err
 	}
-	if found && w.number != 0 && w.hash == hash && !w.leased(d.now().UnixMilli()) {
+	if found && w.Number != 0 && w.Hash == hash && !w.Leased(d.nowMs()) {
 		return DashboardUnchanged, nil
 	}
 	if dryRun || settings.DryRun {
@@ -221,11 +209,11 @@ func (d *Dashboards) awaitLease(ctx context.Context, repo store.Repo, deadline t
 			return fmt.Errorf("dashboard of %s: %w", repo.FullName, ctx.Err())
 		case <-t.C:
 		}
-		w, found, err := d.load(ctx, d.db.Read, repo.ID, false)
+		w, found, err := d.rows.Get(ctx, repo.ID)
 		if err != nil {
 			return err
 		}
-		if !found || !w.leased(d.now().UnixMilli()) {
+		if !found || !w.Leased(d.nowMs()) {
 			return nil
 		}
 	}
@@ -235,34 +223,18 @@ func (d *Dashboards) awaitLease(ctx context.Context, repo store.Repo, deadline t
 // (another writer holds the lease), or a write to make (the lease is then
 // taken).
 func (d *Dashboards) decide(ctx context.Context, repo store.Repo, body, hash string) (out string, plan *dashPlan, busy bool, err error) {
-	err = d.writeTx(ctx, func(tx *sql.Tx) error {
-		now := d.now().UnixMilli()
-		w, found, err := d.load(ctx, tx, repo.ID, true)
-		if err != nil {
-			return err
-		}
-		if !found {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO dashboards (repo_id, updated_at) VALUES ($1, $2)
-				ON CONFLICT (repo_id) DO NOTHING`, repo.ID, now); err != nil {
-				return fmt.Errorf("dashboard of %s: insert: %w", repo.FullName, err)
-			}
-			if w, found, err = d.load(ctx, tx, repo.ID, true); err != nil {
-				return err
-			} else if !found {
-				return fmt.Errorf("dashboard of %s: row vanished", repo.FullName)
-			}
-		}
+	err = d.rows.Update(ctx, repo.ID, d.nowMs, func(w *store.DashboardRow, now int64) error {
 		switch {
-		case w.leased(now):
+		case w.Leased(now):
 			busy = true
 			return nil
-		case w.number != 0 && w.hash == hash:
+		case w.Number != 0 && w.Hash == hash:
 			out = DashboardUnchanged
 			return nil
 		}
-		w.leaseOwner, w.leaseUntil = leaseToken(), now+dashboardLease.Milliseconds()
-		plan = &dashPlan{repo: repo, number: w.number, body: body, hash: hash, token: w.leaseOwner}
-		return d.save(ctx, tx, repo.ID, w, now)
+		w.LeaseOwner, w.LeaseUntil = leaseToken(), now+dashboardLease.Milliseconds()
+		plan = &dashPlan{repo: repo, number: w.Number, body: body, hash: hash, token: w.LeaseOwner}
+		return nil
 	})
 	if err != nil {
 		return "", nil, false, err
@@ -270,274 +242,19 @@ func (d *Dashboards) decide(ctx context.Context, repo store.Repo, body, hash str
 	return out, plan, busy, nil
 }
 
-// write makes the decided write on GitHub and records it; on failure the
-// lease is released and the error returned (the next Sync tries again).
-func (d *Dashboards) write(ctx context.Context, p *dashPlan) (string, error) {
-	number, created, out, err := d.post(ctx, p)
-	if err != nil {
-		if rerr := d.release(ctx, p); rerr != nil {
-			err = errors.Join(err, rerr)
-		}
-		return "", fmt.Errorf("dashboard of %s: %w", p.repo.FullName, err)
-	}
-	dup, err := d.record(ctx, p, number, created)
-	if err != nil {
-		return "", err
-	}
-	if dup {
-		// Another writer recorded its dashboard while this one created
-		// another (this writer's lease had lapsed): keep the first.
-		d.closeDuplicate(ctx, p.repo, number)
-		return DashboardBusy, nil
-	}
-	d.log.Info("dashboard", "repo", p.repo.FullName, "issue", number, "outcome", out)
-	return out, nil
-}
-
-// post edits, finds or creates the dashboard issue; created reports
-// whether a new issue was opened.
-func (d *Dashboards) post(ctx context.Context, p *dashPlan) (number int, created bool, out string, err error) {
-	client, err := d.gh.Installation(p.repo.Installation)
-	if err != nil {
-		return 0, false, "", fmt.Errorf("installation %d client: %w", p.repo.Installation, err)
-	}
-	owner, name, _ := strings.Cut(p.repo.FullName, "/")
-	if p.number != 0 {
-		err := d.edit(ctx, client, owner, name, p.number, p.body)
-		switch {
-		case err == nil:
-			return p.number, false, DashboardUpdated, nil
-		case !dashGone(err):
-			return 0, false, "", err
-		}
-		n, err := d.create(ctx, client, owner, name, p.body)
-		if err != nil {
-			return 0, false, "", err
-		}
-		return n, true, fmt.Sprintf("dashboard recreated #%d (the previous one was deleted)", n), nil
-	}
-	found, err := d.find(ctx, client, p.repo, owner, name)
-	if err != nil {
-		return 0, false, "", err
-	}
-	if found != nil {
-		n := found.GetNumber()
-		if found.GetBody() == p.body && found.GetTitle() == DashboardTitle {
-			return n, false, fmt.Sprintf("dashboard found #%d", n), nil
-		}
-		err := d.edit(ctx, client, owner, name, n, p.body)
-		if err == nil {
-			return n, false, fmt.Sprintf("dashboard found #%d and updated", n), nil
-		}
-		if !dashGone(err) {
-			return 0, false, "", err
-		}
-	}
-	n, err := d.create(ctx, client, owner, name, p.body)
-	if err != nil {
-		return 0, false, "", err
-	}
-	return n, true, fmt.Sprintf("dashboard created #%d", n), nil
-}
-
-// edit sets the issue's title, body and state (open: a dashboard closed by
-// hand is reopened) in one call.
-func (d *Dashboards) edit(ctx context.Context, client *github.Client, owner, name string, number int, body string) error {
-	_, _, err := client.Issues.Edit(ctx, owner, name, number, &github.IssueRequest{
-		Title: github.String(DashboardTitle), Body: github.String(body), State: github.String("open"),
-	})
-	if err != nil {
-		return fmt.Errorf("edit issue %d: %w", number, err)
-	}
-	return nil
-}
-
-func (d *Dashboards) create(ctx context.Context, client *github.Client, owner, name, body string) (int, error) {
-	i, _, err := client.Issues.Create(ctx, owner, name, &github.IssueRequest{
-		Title: github.String(DashboardTitle), Body: github.String(body),
-	})
-	if err != nil {
-		return 0, fmt.Errorf("create the dashboard issue: %w", err)
-	}
-	if i.GetNumber() <= 0 {
-		return 0, errors.New("create the dashboard issue: no issue number in the answer")
-	}
-	return i.GetNumber(), nil
-}
-
-// find lists the repository's open issues created by warden's bot (every
-// page) and returns the oldest whose body starts with the dashboard marker;
-// any other such issue is closed as a duplicate. Nil: none.
-func (d *Dashboards) find(ctx context.Context, client *github.Client, repo store.Repo, owner, name string) (*github.Issue, error) {
-	bot := d.bot()
-	opts := &github.IssueListByRepoOptions{State: "open", Creator: bot, Sort: "created", Direction: "asc",
-		ListOptions: github.ListOptions{PerPage: dashboardPage}}
-	var hits []*github.Issue
-	for {
-		page, resp, err := client.Issues.ListByRepo(ctx, owner, name, opts)
-		if err != nil {
-			return nil, fmt.Errorf("list open issues: %w", err)
-		}
-		for _, i := range page {
-			if i.IsPullRequest() || !strings.HasPrefix(i.GetBody(), gating.DashboardMarker) {
-				continue
-			}
-			login, typ := i.GetUser().GetLogin(), i.GetUser().GetType()
-			if (bot != "" && !strings.EqualFold(login, bot)) || (bot == "" && typ != "Bot") {
-				continue
-			}
-			hits = append(hits, i)
-		}
-		if resp == nil || resp.NextPage == 0 {
-			break
-		}
-		opts.Page = resp.NextPage
-	}
-	if len(hits) == 0 {
-		return nil, nil
-	}
-	sort.Slice(hits, func(a, b int) bool { return hits[a].GetNumber() < hits[b].GetNumber() })
-	for _, i := range hits[1:] {
-		d.closeDuplicate(ctx, repo, i.GetNumber())
-	}
-	return hits[0], nil
-}
-
-// closeDuplicate closes a second dashboard issue (best effort: logged).
-func (d *Dashboards) closeDuplicate(ctx context.Context, repo store.Repo, number int) {
-	client, err := d.gh.Installation(repo.Installation)
-	if err == nil {
-		owner, name, _ := strings.Cut(repo.FullName, "/")
-		_, _, err = client.Issues.Edit(ctx, owner, name, number, &github.IssueRequest{
-			State: github.String("closed"), StateReason: github.String("not_planned"),
-		})
-	}
-	if err != nil && !dashGone(err) {
-		d.log.Warn("dashboard: duplicate issue not closed", "repo", repo.FullName, "issue", number, "err", err)
-		return
-	}
-	d.log.Info("dashboard: duplicate issue closed", "repo", repo.FullName, "issue", number)
-}
-
-// record stores a successful write and releases the lease. dup: this write
-// created an issue although another writer's dashboard was recorded
-// meanwhile (to close).
-func (d *Dashboards) record(ctx context.Context, p *dashPlan, number int, created bool) (dup bool, err error) {
-	err = d.writeTx(ctx, func(tx *sql.Tx) error {
-		now := d.now().UnixMilli()
-		w, found, err := d.load(ctx, tx, p.repo.ID, true)
-		if err != nil {
-			return err
-		}
-		if !found {
-			return errors.New("row vanished during the write")
-		}
-		ours := w.leaseOwner == p.token
-		switch {
-		case w.number == 0 || w.number == p.number || w.number == number:
-			// No other writer recorded another dashboard meanwhile.
-			w.number, w.hash = number, p.hash
-			if !ours {
-				// This writer's lease lapsed and another one may have
-				// written since, in either order: what GitHub holds is
-				// unknown, so the next Sync writes again.
-				w.hash = ""
-			}
-		case created:
-			// Another writer (this one's lease had lapsed) recorded its
-			// own dashboard: this issue is the second.
-			dup = true
-		}
-		if ours {
-			w.leaseOwner, w.leaseUntil = "", 0
-		}
-		return d.save(ctx, tx, p.repo.ID, w, now)
-	})
-	if err != nil {
-		return false, fmt.Errorf("dashboard of %s: record issue %d: %w", p.repo.FullName, number, err)
-	}
-	return dup, nil
-}
-
-// release gives the lease back after a failed write.
-func (d *Dashboards) release(ctx context.Context, p *dashPlan) error {
-	err := d.writeTx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `UPDATE dashboards SET lease_owner = '', lease_until = 0, updated_at = $3
-			WHERE repo_id = $1 AND lease_owner = $2`, p.repo.ID, p.token, d.now().UnixMilli())
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("release the lease: %w", err)
-	}
-	return nil
-}
-
 // Number returns the repository's dashboard issue number as warden recorded
 // it (0: none), so that handlers can tell the dashboard from other issues.
 func (d *Dashboards) Number(ctx context.Context, repoID int64) (int, error) {
-	w, found, err := d.load(ctx, d.db.Read, repoID, false)
+	w, found, err := d.rows.Get(ctx, repoID)
 	if err != nil || !found {
 		return 0, err
 	}
-	return w.number, nil
+	return w.Number, nil
 }
 
 // Invalidate forgets what warden last wrote to the repository's dashboard
 // (not which issue it is), so the next Sync edits it even when its content
 // did not change: for a dashboard a human edited, renamed or closed.
 func (d *Dashboards) Invalidate(ctx context.Context, repoID int64) error {
-	if _, err := d.db.Write.ExecContext(ctx, `UPDATE dashboards SET body_hash = '', updated_at = $2 WHERE repo_id = $1`,
-		repoID, d.now().UnixMilli()); err != nil {
-		return fmt.Errorf("dashboard of repository %d: invalidate: %w", repoID, err)
-	}
-	return nil
-}
-
-// writeTx runs fn in one write transaction and commits when it returns nil.
-func (d *Dashboards) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
-	tx, err := d.db.Write.BeginTx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("dashboards: begin: %w", err)
-	}
-	defer tx.Rollback()
-	if err := fn(tx); err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("dashboards: commit: %w", err)
-	}
-	return nil
-}
-
-// load reads a repository's row; lock takes its row lock on PostgreSQL (on
-// SQLite the write transaction already excludes other writers).
-func (d *Dashboards) load(ctx context.Context, q store.Querier, repoID int64, lock bool) (*dashRow, bool, error) {
-	query := `SELECT issue_number, body_hash, lease_owner, lease_until FROM dashboards WHERE repo_id = $1`
-	if lock && d.pg {
-		query += " FOR UPDATE"
-	}
-	w := &dashRow{}
-	err := q.QueryRowContext(ctx, query, repoID).Scan(&w.number, &w.hash, &w.leaseOwner, &w.leaseUntil)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, false, nil
-	}
-	if err != nil {
-		return nil, false, fmt.Errorf("dashboard of repository %d: read: %w", repoID, err)
-	}
-	return w, true, nil
-}
-
-func (d *Dashboards) save(ctx context.Context, tx *sql.Tx, repoID int64, w *dashRow, now int64) error {
-	if _, err := tx.ExecContext(ctx, `UPDATE dashboards SET issue_number = $2, body_hash = $3, lease_owner = $4,
-		lease_until = $5, updated_at = $6 WHERE repo_id = $1`,
-		repoID, w.number, w.hash, w.leaseOwner, w.leaseUntil, now); err != nil {
-		return fmt.Errorf("dashboard of repository %d: write: %w", repoID, err)
-	}
-	return nil
-}
-
-// dashGone reports whether err is GitHub's answer for an issue that is no more
-// (404: never there or no access; 410: deleted).
-func dashGone(err error) bool {
-	return isStatus(err, http.StatusNotFound) || isStatus(err, http.StatusGone)
+	return d.rows.Invalidate(ctx, repoID, d.nowMs())
 }

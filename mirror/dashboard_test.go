@@ -228,13 +228,18 @@ func (e *dashEnv) only(body string) int {
 	return i.number
 }
 
+// rows is how many dashboard rows warden keeps (the tests write only the
+// one of e.repo).
 func (e *dashEnv) rows() int {
 	e.t.Helper()
-	var n int
-	if err := e.d.Read.QueryRowContext(e.ctx, `SELECT COUNT(*) FROM dashboards`).Scan(&n); err != nil {
+	_, found, err := e.dash.rows.Get(e.ctx, e.repo.ID)
+	if err != nil {
 		e.t.Fatal(err)
 	}
-	return n
+	if found {
+		return 1
+	}
+	return 0
 }
 
 func TestDashboardCreatesOneIssue(t *testing.T) {
@@ -509,8 +514,11 @@ func TestDashboardLapsedLeaseIsTakenOver(t *testing.T) {
 	b1 := dashBody(1)
 	e.sync(b1, "dashboard created #1")
 	e.rt.take()
-	if _, err := e.d.Write.ExecContext(e.ctx, `UPDATE dashboards SET lease_owner = 'dead', lease_until = $1`,
-		e.clock.Now().Add(time.Minute).UnixMilli()); err != nil {
+	// A writer that took the lease and died.
+	if err := e.dash.rows.UpdateExisting(e.ctx, e.repo.ID, e.dash.nowMs, func(w *store.DashboardRow, _ int64) error {
+		w.LeaseOwner, w.LeaseUntil = "dead", e.clock.Now().Add(time.Minute).UnixMilli()
+		return nil
+	}); err != nil {
 		t.Fatal(err)
 	}
 	e.clock.Advance(dashboardLease)
