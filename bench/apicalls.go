@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/wardenhq/warden/app"
+	"github.com/wardenhq/warden/internal/clock"
 	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/ghsim"
 	"github.com/wardenhq/warden/internal/harness"
@@ -127,7 +128,7 @@ type acComment struct {
 type acRun struct {
 	ctx context.Context
 	e   *harness.Env
-	clk *acClock
+	clk *clock.Manual
 	rng *rand.Rand
 
 	step atomic.Int64
@@ -159,7 +160,7 @@ func benchAPICalls(ctx context.Context, quick bool) ([]Figure, error) {
 	if quick {
 		target = 150
 	}
-	r := &acRun{ctx: ctx, clk: &acClock{t: time.Now().UTC().Truncate(time.Second)}, rng: rand.New(rand.NewPCG(20260906, 7)),
+	r := &acRun{ctx: ctx, clk: clock.New(time.Now().UTC().Truncate(time.Second)), rng: rand.New(rand.NewPCG(20260906, 7)),
 		dels: map[string]*acDelivery{}, steps: []acStep{{Name: "start-up (installation)", Outside: true}},
 		isItem: map[int]bool{}, branches: map[string]bool{}, claimsOn: map[int]int{}}
 	e, err := harness.Start(ctx, harness.Options{Now: r.clk.Now, DeliveryCalls: r.observe,
@@ -302,28 +303,6 @@ func reposOf(d *webhooks.Delivery) int {
 	}
 	_ = json.Unmarshal(d.Payload, &p)
 	return len(p.Repositories) + len(p.RepositoriesAdded)
-}
-
-// acClock is the clock of warden and the simulator during the replay: it
-// moves only when told, three seconds per act (twenty acts a minute), so
-// what depends on time (command rate limits, coalesced report edits, the
-// permission cache, leases) depends on the seeded workload alone and a run
-// repeats exactly.
-type acClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *acClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *acClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
 }
 
 // do runs one act as its own step, three seconds after the previous one,

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/wardenhq/warden/app"
+	"github.com/wardenhq/warden/internal/clock"
 	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/ghsim"
 	"github.com/wardenhq/warden/internal/harness"
@@ -100,7 +101,7 @@ type rcEnv struct {
 	ctx context.Context
 	cfg rcConfig
 	e   *harness.Env
-	clk *acClock
+	clk *clock.Manual
 
 	tag  atomic.Int64 // >0: the pass whose exchanges are being tallied
 	mu   sync.Mutex
@@ -211,7 +212,7 @@ func rcMainRun(ctx context.Context, cfg rcConfig) (*rcEnv, []rcPass, error) {
 
 // newRCEnv starts warden against the simulator and seeds the repository.
 func newRCEnv(ctx context.Context, cfg rcConfig) (*rcEnv, error) {
-	r := &rcEnv{ctx: ctx, cfg: cfg, clk: &acClock{t: time.Now().UTC().Truncate(time.Second)},
+	r := &rcEnv{ctx: ctx, cfg: cfg, clk: clock.New(time.Now().UTC().Truncate(time.Second)),
 		tall: map[int64]map[string]*rcTally{}, prItem: map[int]int{}}
 	e, err := harness.Start(ctx, harness.Options{Now: r.clk.Now, Settings: func(s *config.Settings) {
 		s.LogLevel = "warn"

@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/google/go-github/v66/github"
 
 	"github.com/wardenhq/warden/app"
+	"github.com/wardenhq/warden/internal/clock"
 	"github.com/wardenhq/warden/internal/db"
 	"github.com/wardenhq/warden/internal/ghsim"
 	"github.com/wardenhq/warden/webhooks"
@@ -23,29 +23,11 @@ import (
 
 const catchUpSecret = "catch-up-secret"
 
-// simClock is the simulator's clock: real time plus a settable offset.
-type simClock struct {
-	mu     sync.Mutex
-	offset time.Duration
-}
-
-func (c *simClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return time.Now().Add(c.offset)
-}
-
-func (c *simClock) Set(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.offset = d
-}
-
 // catchUpEnv is the simulator delivering to a real ingress and inbox, and
 // the App's JWT client on the simulator.
 type catchUpEnv struct {
 	sim   *ghsim.Sim
-	clk   *simClock
+	clk   *clock.Offset
 	inbox *webhooks.Inbox
 	app   *app.App
 	repo  *ghsim.Repo
@@ -74,7 +56,7 @@ func handlesIssues(event string) bool { return event == "issues" }
 func newCatchUpEnv(t *testing.T) *catchUpEnv {
 	t.Helper()
 	ctx := context.Background()
-	e := &catchUpEnv{clk: &simClock{}}
+	e := &catchUpEnv{clk: &clock.Offset{}}
 	sim, err := ghsim.New(ghsim.Options{Now: e.clk.Now})
 	if err != nil {
 		t.Fatal(err)

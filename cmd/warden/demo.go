@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-github/v66/github"
 
 	"github.com/wardenhq/warden/gating"
+	"github.com/wardenhq/warden/internal/clock"
 	"github.com/wardenhq/warden/internal/harness"
 	"github.com/wardenhq/warden/mirror/store"
 	"github.com/wardenhq/warden/webhooks"
@@ -27,7 +28,7 @@ type demoStep struct {
 
 type demo struct {
 	env    *harness.Env
-	clock  *harness.Clock
+	clock  *clock.Offset
 	pmItem string // the item the project manager made (awaiting admission)
 	item   string // the admitted item the claim steps work on
 	token  int64  // its fencing token
@@ -48,7 +49,7 @@ func runDemo(ctx context.Context, e env, args []string) int {
 	}
 	fmt.Fprintln(e.stdout, "warden demo: the whole service against a built-in GitHub simulator (no credentials, no network)")
 	sctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	clock := &harness.Clock{}
+	clock := &clock.Offset{}
 	env, err := harness.Start(sctx, harness.Options{Log: logw, Now: clock.Now})
 	cancel()
 	if err != nil {

@@ -11,7 +11,6 @@ import (
 	"net/http/httptest"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/wardenhq/warden/app"
 	"github.com/wardenhq/warden/gating"
+	"github.com/wardenhq/warden/internal/clock"
 	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/db"
 	"github.com/wardenhq/warden/internal/ghsim"
@@ -59,25 +59,8 @@ type fixture struct {
 	store  *flakyStore
 	gh     GitHub
 	api    *httptest.Server
-	clock  *clock
+	clock  *clock.Manual
 	opt    Options
-}
-
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	c.mu.Unlock()
 }
 
 // flakyStore is the ledger with a failure injected into Create.
@@ -99,7 +82,7 @@ func (s *flakyStore) Create(ctx context.Context, repoID int64, in store.NewItem,
 func newFixture(t *testing.T, adjust ...func(*fixture)) *fixture {
 	t.Helper()
 	ctx := context.Background()
-	f := &fixture{t: t, clock: &clock{now: time.Now().UTC()}}
+	f := &fixture{t: t, clock: clock.New(time.Now().UTC())}
 	sim, err := ghsim.New(ghsim.Options{})
 	if err != nil {
 		t.Fatal(err)

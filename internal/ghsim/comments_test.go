@@ -70,7 +70,7 @@ func TestCommentsCreateEditDelete(t *testing.T) {
 	if _, err := alice.OpenIssue(f.repo, "talk", ""); err != nil {
 		t.Fatal(err)
 	}
-	clock.advance(time.Minute)
+	clock.Advance(time.Minute)
 	m := f.mark(t)
 	c, resp, err := gh.Issues.CreateComment(ctx, "acme", "app", 1, &github.IssueComment{Body: github.String("<!-- marker -->\nhi")})
 	if err != nil || resp.StatusCode != 201 || c.GetUser().GetLogin() != f.sim.BotLogin() || c.GetAuthorAssociation() != "NONE" {
@@ -81,7 +81,7 @@ func TestCommentsCreateEditDelete(t *testing.T) {
 		t.Fatalf("Location %q html %q", resp.Header.Get("Location"), c.GetHTMLURL())
 	}
 	iss, _, _ := gh.Issues.Get(ctx, "acme", "app", 1)
-	if !iss.GetUpdatedAt().Time.Equal(clock.now()) || !iss.GetUpdatedAt().After(iss.GetCreatedAt().Time) {
+	if !iss.GetUpdatedAt().Time.Equal(clock.Now()) || !iss.GetUpdatedAt().After(iss.GetCreatedAt().Time) {
 		t.Fatalf("a comment bumps the issue's updated_at: %v", iss.GetUpdatedAt())
 	}
 	hs := f.hooksSince(t, m)
@@ -116,7 +116,7 @@ func TestCommentsCreateEditDelete(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clock.advance(time.Minute)
+	clock.Advance(time.Minute)
 	m = f.mark(t)
 	if _, err := alice.EditComment(f.repo, ac.ID, "edited text"); err != nil {
 		t.Fatal(err)
@@ -140,11 +140,11 @@ func TestCommentsCreateEditDelete(t *testing.T) {
 		t.Fatalf("edited by the App: %s", hookNames(hs))
 	}
 	// since: comments updated at or after it.
-	cs, _, err := gh.Issues.ListComments(ctx, "acme", "app", 1, &github.IssueListCommentsOptions{Since: timePtr(clock.now())})
+	cs, _, err := gh.Issues.ListComments(ctx, "acme", "app", 1, &github.IssueListCommentsOptions{Since: timePtr(clock.Now())})
 	if err != nil || len(cs) != 2 {
 		t.Fatalf("since: %d %v", len(cs), err)
 	}
-	cs, _, _ = gh.Issues.ListComments(ctx, "acme", "app", 1, &github.IssueListCommentsOptions{Since: timePtr(clock.now().Add(time.Second))})
+	cs, _, _ = gh.Issues.ListComments(ctx, "acme", "app", 1, &github.IssueListCommentsOptions{Since: timePtr(clock.Now().Add(time.Second))})
 	if len(cs) != 0 {
 		t.Fatalf("since later: %d", len(cs))
 	}
@@ -153,7 +153,7 @@ func TestCommentsCreateEditDelete(t *testing.T) {
 	if _, err := alice.OpenIssue(f.repo, "other", ""); err != nil {
 		t.Fatal(err)
 	}
-	clock.advance(time.Minute)
+	clock.Advance(time.Minute)
 	oc, _ := alice.Comment(f.repo, 2, "elsewhere")
 	all, _, err := gh.Issues.ListComments(ctx, "acme", "app", 0, nil)
 	if err != nil || len(all) != 3 || all[0].GetID() != c.GetID() || all[2].GetID() != oc.ID {
@@ -164,7 +164,7 @@ func TestCommentsCreateEditDelete(t *testing.T) {
 		t.Fatalf("repo-wide by updated desc: %v", all)
 	}
 	all, _, _ = gh.Issues.ListComments(ctx, "acme", "app", 0, &github.IssueListCommentsOptions{Sort: github.String("created"), Direction: github.String("asc"),
-		Since: timePtr(clock.now())})
+		Since: timePtr(clock.Now())})
 	if len(all) != 1 || all[0].GetID() != oc.ID {
 		t.Fatalf("repo-wide since: %v", all)
 	}

@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-github/v66/github"
+	"github.com/wardenhq/warden/internal/clock"
 )
 
 // --- helpers shared by the issue-side tests ---
@@ -124,34 +124,16 @@ func labelNames(ls []*github.Label) string {
 	return strings.Join(s, ",")
 }
 
-// manualClock is a simulator clock the test advances.
-type manualClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *manualClock) now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *manualClock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 // manualClock installs it. The installation token is fetched first: the
 // App's JWTs live 90 s of real time, which a clock moved ahead would expire.
-func (f *fixture) manualClock(t *testing.T) *manualClock {
+func (f *fixture) manualClock(t *testing.T) *clock.Manual {
 	t.Helper()
 	gh, _ := f.app.Installation(f.inst.ID)
 	if _, _, err := gh.Issues.ListLabels(context.Background(), "acme", "app", nil); err != nil {
 		t.Fatal(err)
 	}
-	c := &manualClock{t: time.Now().Truncate(time.Second)}
-	f.sim.Locked(func() { f.sim.opt.Now = c.now })
+	c := clock.New(time.Now().Truncate(time.Second))
+	f.sim.Locked(func() { f.sim.opt.Now = c.Now })
 	return c
 }
 
@@ -269,7 +251,7 @@ func TestIssuesListFiltersSortsAndPaginates(t *testing.T) {
 		if _, err := bob.OpenIssue(f.repo, fmt.Sprintf("issue %d", k), "", labels...); err != nil {
 			t.Fatal(err)
 		}
-		clock.advance(time.Second)
+		clock.Advance(time.Second)
 	}
 	if _, err := bob.CloseIssue(f.repo, 3, "not_planned"); err != nil {
 		t.Fatal(err)
@@ -309,7 +291,7 @@ func TestIssuesListFiltersSortsAndPaginates(t *testing.T) {
 		t.Fatalf("closed: %v", list)
 	}
 	// since: only what was updated at or after it; sort=updated puts #3 first.
-	since := clock.now().Add(-2 * time.Second)
+	since := clock.Now().Add(-2 * time.Second)
 	list, _, _ = gh.Issues.ListByRepo(ctx, "acme", "app", &github.IssueListByRepoOptions{State: "all", Since: since, Sort: "updated"})
 	nums = nil
 	for _, i := range list {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/wardenhq/warden/gating"
+	"github.com/wardenhq/warden/internal/clock"
 	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/ghsim"
 	"github.com/wardenhq/warden/mirror"
@@ -34,7 +35,7 @@ const (
 // e2e is an environment with a settable clock for warden and the simulator.
 type e2e struct {
 	*Env
-	clk *Clock
+	clk *clock.Offset
 }
 
 // e2eQuarantine is the tests' WARDEN_QUARANTINE, and pastQuarantine moves
@@ -50,7 +51,7 @@ const (
 
 func newE2E(t *testing.T) *e2e {
 	t.Helper()
-	clk := &Clock{}
+	clk := &clock.Offset{}
 	env := New(t, Options{Now: clk.Now, Settings: func(s *config.Settings) { s.Quarantine = e2eQuarantine }})
 	return &e2e{Env: env, clk: clk}
 }

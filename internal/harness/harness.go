@@ -47,7 +47,7 @@ type Options struct {
 	// Settings adjusts warden's settings before it starts.
 	Settings func(*config.Settings)
 	// Now is the clock of warden and the simulator (nil: time.Now). A test that must cross a
-	// minute (coalesced report edits, command rate limits) passes a Clock's
+	// minute (coalesced report edits, command rate limits) passes a clock.Offset's
 	// Now and moves it.
 	Now func() time.Time
 	// DeliveryCalls, if set, receives the GitHub requests each handling of a

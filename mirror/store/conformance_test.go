@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/wardenhq/warden/gating"
+	"github.com/wardenhq/warden/internal/clock"
 	"github.com/wardenhq/warden/internal/db"
 	"github.com/wardenhq/warden/internal/db/dbtest"
 )
@@ -89,34 +90,11 @@ func RunConformance(t *testing.T, open func(t *testing.T) *Ledger) {
 
 // ---- harness ----
 
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	c.t = t
-	c.mu.Unlock()
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 type env struct {
 	t     *testing.T
 	ctx   context.Context
 	l     *Ledger
-	clock *fakeClock
+	clock *clock.Manual
 	repo  int64
 }
 
@@ -129,7 +107,7 @@ var (
 
 const testRegion = "local"
 
-func testConfig(c *fakeClock, region string) Config {
+func testConfig(c *clock.Manual, region string) Config {
 	return Config{Region: region, LeaseDefault: 30 * time.Second, LeaseMax: 30 * time.Minute, Quarantine: time.Hour, Now: c.Now}
 }
 
@@ -146,7 +124,7 @@ func reconfigure(t *testing.T, l *Ledger, cfg Config) *Ledger {
 
 func newEnv(t *testing.T, open func(t *testing.T) *Ledger) *env {
 	t.Helper()
-	clock := &fakeClock{t: time.Date(2030, 1, 2, 3, 4, 5, 678_000_000, time.UTC)}
+	clock := clock.New(time.Date(2030, 1, 2, 3, 4, 5, 678_000_000, time.UTC))
 	e := &env{t: t, ctx: context.Background(), clock: clock, repo: 42}
 	e.l = reconfigure(t, open(t), testConfig(clock, testRegion))
 	if err := e.l.PutRepo(e.ctx, Repo{ID: e.repo, FullName: "Acme/Widgets", Installation: 7, DefaultBranch: "main"}); err != nil {
