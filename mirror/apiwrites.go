@@ -3,9 +3,6 @@ package mirror
 import (
 	"context"
 	"fmt"
-	"strings"
-
-	"github.com/google/go-github/v66/github"
 
 	"github.com/wardenhq/warden/gating"
 	"github.com/wardenhq/warden/mirror/store"
@@ -31,6 +28,14 @@ func (m *Mirror) AfterClaim(ctx context.Context, repo store.Repo, id gating.Item
 	} else if out != "" {
 		m.Log.Info("post_markers", "repo", repo.FullName, "item", id, "outcome", out)
 	}
+}
+
+// claimMarkerCalls are the GitHub calls of the API's writes: the claim
+// marker, and the parked label a human token's unpark takes off.
+type claimMarkerCalls interface {
+	labelCalls
+	// createComment posts body on issue n and returns the comment's id.
+	createComment(ctx context.Context, n int, body string) (int64, error)
 }
 
 func (m *Mirror) postClaimMarker(ctx context.Context, repo store.Repo, id gating.ItemID, fence int64) (string, error) {
@@ -63,12 +68,11 @@ func (m *Mirror) postClaimMarker(ctx context.Context, repo store.Repo, id gating
 		break
 	}
 	body := gating.ClaimMarker(string(id), g.Owner, g.Region, g.Fence, g.GrantedAt, prior)
-	gh, err := m.GitHub.Installation(repo.Installation)
+	c, err := m.callsFor(repo)
 	if err != nil {
 		return "", err
 	}
-	owner, name, _ := strings.Cut(repo.FullName, "/")
-	if _, _, err := gh.Issues.CreateComment(ctx, owner, name, id.Number(), &github.IssueComment{Body: &body}); err != nil {
+	if _, err := c.createComment(ctx, id.Number(), body); err != nil {
 		return "", fmt.Errorf("post the claim marker on %s#%d: %w", repo.FullName, id.Number(), err)
 	}
 	return fmt.Sprintf("claim marker posted for fence %d (%s)", g.Fence, g.Owner), nil
@@ -99,12 +103,12 @@ func (m *Mirror) AfterUpdate(ctx context.Context, repo store.Repo, before, after
 			if err := m.unparked(ctx, repo, n, m.now(), actor.Name); err != nil {
 				return err
 			}
-			gh, err := m.GitHub.Installation(repo.Installation)
+			c, err := m.callsFor(repo)
 			if err != nil {
 				return err
 			}
 			set := m.settings(ctx, repo)
-			if err := m.removeLabel(ctx, gh, repo, set, n, set.ParkedLabel); err != nil {
+			if err := m.removeLabel(ctx, c, repo, set, n, set.ParkedLabel); err != nil {
 				return err
 			}
 		}

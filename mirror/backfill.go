@@ -4,8 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
-
-	"github.com/google/go-github/v66/github"
+	"time"
 
 	"github.com/wardenhq/warden/gating"
 	"github.com/wardenhq/warden/mirror/store"
@@ -24,15 +23,13 @@ func (m *Mirror) backfill(ctx context.Context, repo store.Repo, set gating.Setti
 	if err != nil || done {
 		return "", err
 	}
-	gh, err := m.GitHub.Installation(repo.Installation)
+	gc, err := m.callsFor(repo)
 	if err != nil {
 		return "", err
 	}
-	owner, name, _ := strings.Cut(repo.FullName, "/")
-	opt := &github.IssueListCommentsOptions{ListOptions: github.ListOptions{PerPage: 100}}
-	count := 0
-	for page := 0; page < maxBackfillPages; page++ {
-		cs, resp, err := gh.Issues.ListComments(ctx, owner, name, n, opt)
+	count, page := 0, 0
+	for pages := 0; pages < maxBackfillPages; pages++ {
+		cs, next, err := gc.issueComments(ctx, n, time.Time{}, page)
 		if err != nil {
 			return "", fmt.Errorf("read the comments of %s#%d: %w", repo.FullName, n, err)
 		}
@@ -52,10 +49,10 @@ func (m *Mirror) backfill(ctx context.Context, repo store.Repo, set gating.Setti
 			}
 			count++
 		}
-		if resp.NextPage == 0 {
+		if next == 0 {
 			break
 		}
-		opt.Page = resp.NextPage
+		page = next
 	}
 	out := fmt.Sprintf("history of %s read: %d comments", gating.IDFor(n), count)
 	if err := m.Acts.MarkBackfilled(ctx, repo.ID, n, count, m.now()); err != nil {
@@ -73,7 +70,7 @@ func (m *Mirror) repairAdmission(ctx context.Context, repo store.Repo, set gatin
 	if set.DryRun {
 		return "", nil
 	}
-	gh, err := m.GitHub.Installation(repo.Installation)
+	c, err := m.callsFor(repo)
 	if err != nil {
 		return "", err
 	}
@@ -87,7 +84,7 @@ func (m *Mirror) repairAdmission(ctx context.Context, repo store.Repo, set gatin
 		return "", err
 	}
 	if adm == nil && st != nil && !st.HasLabel(set.AdmissionLabel) {
-		act, err := m.lastLabelAct(ctx, gh, repo, n, set.AdmissionLabel)
+		act, err := m.lastLabelAct(ctx, c, repo, n, set.AdmissionLabel)
 		if err != nil {
 			return "", err
 		}
@@ -104,7 +101,7 @@ func (m *Mirror) repairAdmission(ctx context.Context, repo store.Repo, set gatin
 			}
 			out += fmt.Sprintf("admission by %s recorded from the label events", who.Login)
 		} else {
-			if err := m.addLabel(ctx, gh, repo, set, n, set.AdmissionLabel); err != nil {
+			if err := m.addLabel(ctx, c, repo, set, n, set.AdmissionLabel); err != nil {
 				return "", err
 			}
 			out += fmt.Sprintf("no human admission on record: %s added", set.AdmissionLabel)

@@ -17,6 +17,25 @@ import (
 // CheckRunName is the name of warden's check run (CONTRACT.md §8).
 const CheckRunName = "backlog"
 
+// checkCalls are the GitHub calls of the check run: the compares that
+// judge an epic member's head, and the run's own reads and writes.
+type checkCalls interface {
+	// compare compares base...head (one commit's page: the status, the
+	// counts and the merge base); a ref GitHub does not know (404) is
+	// errNotFound.
+	compare(ctx context.Context, base, head string) (*github.CommitsComparison, error)
+	// checkRunsFor lists the check runs named name on sha (one page of
+	// 100, every run, not only the latest); a commit GitHub does not know
+	// (404, 422) has none.
+	checkRunsFor(ctx context.Context, sha, name string) ([]*github.CheckRun, error)
+	// createCheckRun creates a check run and returns its id; a commit
+	// GitHub does not know (422) is errUnprocessable.
+	createCheckRun(ctx context.Context, opts github.CreateCheckRunOptions) (int64, error)
+	// updateCheckRun edits check run id; a run that is gone (404) is
+	// errNotFound.
+	updateCheckRun(ctx context.Context, id int64, opts github.UpdateCheckRunOptions) error
+}
+
 // checkHead brings the `backlog` check run on one head commit in step: it
 // judges every open PR with that head against the items each links
 // (gating.CheckRunVerdict), takes the worst conclusion over them, and
@@ -37,7 +56,7 @@ func (m *Mirror) checkHead(ctx context.Context, repo store.Repo, sha string) (st
 
 // checkHeadIn is checkHead over a snapshot the caller already loaded (a
 // pass judges every head against one snapshot).
-func (m *Mirror) checkHeadIn(ctx context.Context, repo store.Repo, set gating.Settings, rs *store.RepoSnapshot, sha string) (string, error) {
+func (m *Mirror) checkHeadIn(ctx context.Context, repo store.Repo, set gating.Settings, rs *store.Snapshot, sha string) (string, error) {
 	if !set.CheckRun {
 		return "", nil
 	}
@@ -61,7 +80,7 @@ func (m *Mirror) checkHeadIn(ctx context.Context, repo store.Repo, set gating.Se
 
 // judgeHead judges one head: the first PR with every other open PR of the
 // same head (gating.CheckRunVerdict takes the worst over all of them).
-func (m *Mirror) judgeHead(ctx context.Context, repo store.Repo, set gating.Settings, rs *store.RepoSnapshot, prs []store.PullRecord) (gating.CheckVerdict, error) {
+func (m *Mirror) judgeHead(ctx context.Context, repo store.Repo, set gating.Settings, rs *store.Snapshot, prs []store.PullRecord) (gating.CheckVerdict, error) {
 	var all []gating.CheckPR
 	for _, p := range prs {
 		links := gating.PRLinks(p.PullRequest, repo.FullName, rs.Snapshot)
@@ -81,7 +100,7 @@ func (m *Mirror) judgeHead(ctx context.Context, repo store.Repo, set gating.Sett
 // the epic branch is an ancestor of the default branch, though the epic
 // branch has commits of its own. Two compares per epic branch; none for
 // items outside epics.
-func (m *Mirror) headsFromDefault(ctx context.Context, repo store.Repo, rs *store.RepoSnapshot, pr gating.PullRequest, links []gating.PRLink) (map[gating.ItemID]bool, error) {
+func (m *Mirror) headsFromDefault(ctx context.Context, repo store.Repo, rs *store.Snapshot, pr gating.PullRequest, links []gating.PRLink) (map[gating.ItemID]bool, error) {
 	out := map[gating.ItemID]bool{}
 	byBranch := map[string]bool{}
 	for _, l := range links {
@@ -108,13 +127,12 @@ func (m *Mirror) headsFromDefault(ctx context.Context, repo store.Repo, rs *stor
 }
 
 func (m *Mirror) cutFromDefault(ctx context.Context, repo store.Repo, epicBranch, head string) (bool, error) {
-	gh, err := m.GitHub.Installation(repo.Installation)
+	calls, err := m.callsFor(repo)
 	if err != nil {
 		return false, err
 	}
-	owner, name, _ := strings.Cut(repo.FullName, "/")
-	c, resp, err := gh.Repositories.CompareCommits(ctx, owner, name, epicBranch, head, &github.ListOptions{PerPage: 1})
-	if resp != nil && resp.StatusCode == 404 {
+	c, err := calls.compare(ctx, epicBranch, head)
+	if errors.Is(err, errNotFound) {
 		return false, nil // the epic branch is gone: nothing to judge against
 	}
 	if err != nil {
@@ -124,7 +142,7 @@ func (m *Mirror) cutFromDefault(ctx context.Context, repo store.Repo, epicBranch
 	if mb == "" {
 		return false, nil
 	}
-	d, _, err := gh.Repositories.CompareCommits(ctx, owner, name, repo.DefaultBranch, mb, &github.ListOptions{PerPage: 1})
+	d, err := calls.compare(ctx, repo.DefaultBranch, mb)
 	if err != nil {
 		return false, fmt.Errorf("compare %s...%s on %s: %w", repo.DefaultBranch, shortSHA(mb), repo.FullName, err)
 	}
@@ -132,7 +150,7 @@ func (m *Mirror) cutFromDefault(ctx context.Context, repo store.Repo, epicBranch
 	// head shares nothing of the epic branch's own history.
 	switch d.GetStatus() {
 	case "identical", "behind":
-		e, _, err := gh.Repositories.CompareCommits(ctx, owner, name, repo.DefaultBranch, epicBranch, &github.ListOptions{PerPage: 1})
+		e, err := calls.compare(ctx, repo.DefaultBranch, epicBranch)
 		if err != nil {
 			return false, fmt.Errorf("compare %s...%s on %s: %w", repo.DefaultBranch, epicBranch, repo.FullName, err)
 		}
@@ -157,21 +175,20 @@ func (m *Mirror) writeCheckRun(ctx context.Context, repo store.Repo, set gating.
 	if set.DryRun {
 		return fmt.Sprintf("check run on %s would be %s (dry run)", shortSHA(sha), v.Conclusion), nil
 	}
-	gh, err := m.GitHub.Installation(repo.Installation)
+	c, err := m.callsFor(repo)
 	if err != nil {
 		return "", err
 	}
-	owner, name, _ := strings.Cut(repo.FullName, "/")
 	out := &github.CheckRunOutput{Title: github.String(v.Title), Summary: github.String(v.Summary)}
 	now := github.Timestamp{Time: m.now()}
 	if old != nil && old.ID != 0 {
-		_, resp, err := gh.Checks.UpdateCheckRun(ctx, owner, name, old.ID, github.UpdateCheckRunOptions{Name: CheckRunName,
+		err := c.updateCheckRun(ctx, old.ID, github.UpdateCheckRunOptions{Name: CheckRunName,
 			Status: github.String("completed"), Conclusion: github.String(v.Conclusion), CompletedAt: &now, Output: out})
 		if err == nil {
 			return fmt.Sprintf("check run on %s: %s", shortSHA(sha), v.Conclusion),
 				m.Ledger.PutCheckRun(ctx, repo.ID, sha, store.CheckRunRecord{ID: old.ID, Conclusion: v.Conclusion, WrittenHash: hash})
 		}
-		if resp == nil || resp.StatusCode != 404 {
+		if !errors.Is(err, errNotFound) {
 			return "", fmt.Errorf("update the check run on %s: %w", shortSHA(sha), err)
 		}
 		// Gone (the head was force-pushed away and collected): create anew.
@@ -180,7 +197,7 @@ func (m *Mirror) writeCheckRun(ctx context.Context, repo store.Repo, set gating.
 		// A create was under way when its writer stopped (a crash, a
 		// replica killed): the run may exist. Adopt it rather than make a
 		// second one.
-		id, err := m.findCheckRun(ctx, gh, owner, name, sha)
+		id, err := m.findCheckRun(ctx, c, sha)
 		if err != nil {
 			return "", err
 		}
@@ -196,18 +213,17 @@ func (m *Mirror) writeCheckRun(ctx context.Context, repo store.Repo, set gating.
 	if err := m.Ledger.PutCheckRun(ctx, repo.ID, sha, store.CheckRunRecord{WrittenHash: checkRunCreating}); err != nil {
 		return "", err
 	}
-	cr, _, err := gh.Checks.CreateCheckRun(ctx, owner, name, github.CreateCheckRunOptions{Name: CheckRunName, HeadSHA: sha,
+	id, err := c.createCheckRun(ctx, github.CreateCheckRunOptions{Name: CheckRunName, HeadSHA: sha,
 		Status: github.String("completed"), Conclusion: github.String(v.Conclusion), CompletedAt: &now, Output: out})
 	if err != nil {
-		var ge *github.ErrorResponse
-		if errors.As(err, &ge) && ge.Response != nil && ge.Response.StatusCode == 422 {
+		if errors.Is(err, errUnprocessable) {
 			// An unknown commit (force-pushed away): nothing to check.
 			return fmt.Sprintf("check run on %s: commit unknown to GitHub", shortSHA(sha)), nil
 		}
 		return "", fmt.Errorf("create the check run on %s: %w", shortSHA(sha), err)
 	}
 	return fmt.Sprintf("check run on %s created: %s", shortSHA(sha), v.Conclusion),
-		m.Ledger.PutCheckRun(ctx, repo.ID, sha, store.CheckRunRecord{ID: cr.GetID(), Conclusion: v.Conclusion, WrittenHash: hash})
+		m.Ledger.PutCheckRun(ctx, repo.ID, sha, store.CheckRunRecord{ID: id, Conclusion: v.Conclusion, WrittenHash: hash})
 }
 
 // checkRunCreating is the written hash of a check run record whose create
@@ -218,7 +234,7 @@ const checkRunCreating = "creating"
 // GitHub has one (0 if not): one read, filtered by name, matched to
 // warden's App by its slug. Without warden's identity it refuses rather
 // than risk a second run.
-func (m *Mirror) findCheckRun(ctx context.Context, gh *github.Client, owner, name, sha string) (int64, error) {
+func (m *Mirror) findCheckRun(ctx context.Context, c checkCalls, sha string) (int64, error) {
 	bot := ""
 	if m.Bot != nil {
 		bot = m.Bot()
@@ -227,15 +243,11 @@ func (m *Mirror) findCheckRun(ctx context.Context, gh *github.Client, owner, nam
 	if !ok || slug == "" {
 		return 0, fmt.Errorf("find the check run on %s: warden's own App is not known yet", shortSHA(sha))
 	}
-	runs, resp, err := gh.Checks.ListCheckRunsForRef(ctx, owner, name, sha, &github.ListCheckRunsOptions{
-		CheckName: github.String(CheckRunName), Filter: github.String("all"), ListOptions: github.ListOptions{PerPage: 100}})
-	if resp != nil && (resp.StatusCode == 404 || resp.StatusCode == 422) {
-		return 0, nil // the commit is unknown: it carries no run
-	}
+	runs, err := c.checkRunsFor(ctx, sha, CheckRunName)
 	if err != nil {
 		return 0, fmt.Errorf("find the check run on %s: %w", shortSHA(sha), err)
 	}
-	for _, r := range runs.CheckRuns {
+	for _, r := range runs {
 		if r.GetApp().GetSlug() == slug && r.GetName() == CheckRunName {
 			return r.GetID(), nil
 		}

@@ -7,9 +7,23 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/go-github/v66/github"
+
 	"github.com/wardenhq/warden/gating"
 	"github.com/wardenhq/warden/mirror/store"
 )
+
+// commandCalls are the GitHub calls of the /backlog commands themselves:
+// the answer (a reaction), the label a done admit or unpark takes off, and
+// the read of a pull request to recheck. What a command sets in motion (a
+// park, a settle, a check run) makes its own.
+type commandCalls interface {
+	labelCalls
+	// react puts the reaction content on issue comment commentID.
+	react(ctx context.Context, commentID int64, content string) error
+	// pull reads pull request n.
+	pull(ctx context.Context, n int) (*github.PullRequest, error)
+}
 
 // commandRefusal is a command warden does not carry out, and why.
 type commandRefusal struct{ why string }
@@ -147,11 +161,11 @@ func (m *Mirror) runCommand(ctx context.Context, repo store.Repo, n int, cmd gat
 		if err := m.admit(ctx, repo, n, login, at, "/backlog admit"); err != nil {
 			return "", err
 		}
-		gh, err := m.GitHub.Installation(repo.Installation)
+		c, err := m.callsFor(repo)
 		if err != nil {
 			return "", err
 		}
-		if err := m.removeLabel(ctx, gh, repo, set, n, set.AdmissionLabel); err != nil {
+		if err := m.removeLabel(ctx, c, repo, set, n, set.AdmissionLabel); err != nil {
 			return "", err
 		}
 		return fmt.Sprintf("%s admitted by %s (/backlog admit)", id, login), nil
@@ -167,11 +181,11 @@ func (m *Mirror) runCommand(ctx context.Context, repo store.Repo, n int, cmd gat
 		if err != nil {
 			return "", err
 		}
-		gh, err := m.GitHub.Installation(repo.Installation)
+		c, err := m.callsFor(repo)
 		if err != nil {
 			return "", err
 		}
-		return out, m.removeLabel(ctx, gh, repo, set, n, set.ParkedLabel)
+		return out, m.removeLabel(ctx, c, repo, set, n, set.ParkedLabel)
 	case gating.VerbPark:
 		return m.manualPark(ctx, repo, set, n, login, cmd.RulingOwner, cmd.RulingTopic, cmd.Question, at)
 	case gating.VerbResolve:
@@ -196,12 +210,11 @@ func (m *Mirror) react(ctx context.Context, repo store.Repo, commentID int64, co
 	if m.settings(ctx, repo).DryRun {
 		return nil
 	}
-	gh, err := m.GitHub.Installation(repo.Installation)
+	c, err := m.callsFor(repo)
 	if err != nil {
 		return err
 	}
-	owner, name, _ := strings.Cut(repo.FullName, "/")
-	if _, _, err := gh.Reactions.CreateIssueCommentReaction(ctx, owner, name, commentID, content); err != nil {
+	if err := c.react(ctx, commentID, content); err != nil {
 		return fmt.Errorf("react %s to comment %d on %s: %w", content, commentID, repo.FullName, err)
 	}
 	return nil
@@ -211,12 +224,11 @@ func (m *Mirror) react(ctx context.Context, repo store.Repo, commentID int64, co
 // re-runs the check run on its head, then re-derives the divergences of the
 // items it links.
 func (m *Mirror) recheckPR(ctx context.Context, repo store.Repo, n int) (string, error) {
-	gh, err := m.GitHub.Installation(repo.Installation)
+	c, err := m.callsFor(repo)
 	if err != nil {
 		return "", err
 	}
-	owner, name, _ := strings.Cut(repo.FullName, "/")
-	pr, _, err := gh.PullRequests.Get(ctx, owner, name, n)
+	pr, err := c.pull(ctx, n)
 	if err != nil {
 		return "", fmt.Errorf("read pull request #%d: %w", n, err)
 	}

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/go-github/v66/github"
-
 	"github.com/wardenhq/warden/gating"
 	"github.com/wardenhq/warden/mirror/store"
 )
@@ -53,12 +51,29 @@ func (m *Mirror) issuesLabelAct(ctx context.Context, ev Event, repo store.Repo, 
 	return fmt.Sprintf("%s: label %s %s", it.ID, label, ev.Action), nil
 }
 
+// labelCalls are the GitHub label writes warden makes on an issue.
+type labelCalls interface {
+	// addLabels adds labels to issue n (GitHub creates one the repository
+	// lacks).
+	addLabels(ctx context.Context, n int, labels []string) error
+	// removeLabel takes label off issue n; a label already gone (404) is
+	// no error.
+	removeLabel(ctx context.Context, n int, label string) error
+}
+
+// gateCalls are the GitHub calls of the gate on label acts: the confirming
+// read of the label events and the label writes (a revert).
+type gateCalls interface {
+	labelEventCalls
+	labelCalls
+}
+
 // confirmed is a label act confirmed against the issue's label events: the
-// last event for the label, who did it, and the client that read it.
+// last event for the label, who did it, and the calls that read it.
 type confirmed struct {
-	gh  *github.Client
-	act labelAct
-	who person
+	calls gateCalls
+	act   labelAct
+	who   person
 }
 
 // confirm reads the label's last event (one read) and judges its actor. ok
@@ -66,10 +81,10 @@ type confirmed struct {
 // is back, or gone again, or no event names it), or when the last act was
 // warden's own: then there is nothing to do.
 func (m *Mirror) confirm(ctx context.Context, repo store.Repo, n int, label string, present bool) (c confirmed, ok bool, err error) {
-	if c.gh, err = m.GitHub.Installation(repo.Installation); err != nil {
+	if c.calls, err = m.callsFor(repo); err != nil {
 		return c, false, err
 	}
-	if c.act, err = m.lastLabelAct(ctx, c.gh, repo, n, label); err != nil {
+	if c.act, err = m.lastLabelAct(ctx, c.calls, repo, n, label); err != nil {
 		return c, false, err
 	}
 	if !c.act.Known || c.act.Present != present {
@@ -88,7 +103,7 @@ func (m *Mirror) confirm(ctx context.Context, repo store.Repo, n int, label stri
 // revert puts back a label someone other than a human with triage+ removed,
 // and reports it under code (the event's id counts the repeat once).
 func (m *Mirror) revert(ctx context.Context, c confirmed, repo store.Repo, set gating.Settings, n int, label, code, detail string) (string, error) {
-	if err := m.addLabel(ctx, c.gh, repo, set, n, label); err != nil {
+	if err := m.addLabel(ctx, c.calls, repo, set, n, label); err != nil {
 		return "", err
 	}
 	if _, err := m.Acts.NoteLabelFinding(ctx, repo.ID, n, code, c.act.Actor, detail, c.act.eventKey(), c.act.At); err != nil {
@@ -180,11 +195,11 @@ func (m *Mirror) itemLabelRemoved(ctx context.Context, repo store.Repo, set gati
 	isAgent := who.agent()
 	key := "delivery:" + p.Issue.UpdatedAt + ":" + login
 	if isAgent {
-		gh, err := m.GitHub.Installation(repo.Installation)
+		c, err := m.callsFor(repo)
 		if err != nil {
 			return "", err
 		}
-		if err := m.addLabel(ctx, gh, repo, set, n, set.ItemLabel); err != nil {
+		if err := m.addLabel(ctx, c, repo, set, n, set.ItemLabel); err != nil {
 			return "", err
 		}
 		detail := fmt.Sprintf("%s (an agent) removed the item label %s; warden re-added it. An agent cannot drop an item", login, set.ItemLabel)
@@ -200,27 +215,25 @@ func (m *Mirror) itemLabelRemoved(ctx context.Context, repo store.Repo, set gati
 	return fmt.Sprintf("%s: item label removed by %s: reported, the item stays", it.ID, login), nil
 }
 
-// addLabel adds a label warden needs (the label is created first when the
-// repository lacks it). Nothing is written in dry_run.
-func (m *Mirror) addLabel(ctx context.Context, gh *github.Client, repo store.Repo, set gating.Settings, n int, label string) error {
+// addLabel adds a label warden needs (the label is created first when
+// the repository lacks it). Nothing is written in dry_run.
+func (m *Mirror) addLabel(ctx context.Context, c labelCalls, repo store.Repo, set gating.Settings, n int, label string) error {
 	if set.DryRun {
 		return nil
 	}
-	owner, name, _ := strings.Cut(repo.FullName, "/")
-	if _, _, err := gh.Issues.AddLabelsToIssue(ctx, owner, name, n, []string{label}); err != nil {
+	if err := c.addLabels(ctx, n, []string{label}); err != nil {
 		return fmt.Errorf("add %q to %s#%d: %w", label, repo.FullName, n, err)
 	}
 	return m.Ledger.NoteLabel(ctx, repo.ID, n, label, true, m.now())
 }
 
 // removeLabel removes a label (404, the issue lacks it, is success).
-func (m *Mirror) removeLabel(ctx context.Context, gh *github.Client, repo store.Repo, set gating.Settings, n int, label string) error {
+// Nothing is written in dry_run.
+func (m *Mirror) removeLabel(ctx context.Context, c labelCalls, repo store.Repo, set gating.Settings, n int, label string) error {
 	if set.DryRun {
 		return nil
 	}
-	owner, name, _ := strings.Cut(repo.FullName, "/")
-	resp, err := gh.Issues.RemoveLabelForIssue(ctx, owner, name, n, label)
-	if err != nil && (resp == nil || resp.StatusCode != 404) {
+	if err := c.removeLabel(ctx, n, label); err != nil {
 		return fmt.Errorf("remove %q from %s#%d: %w", label, repo.FullName, n, err)
 	}
 	return m.Ledger.NoteLabel(ctx, repo.ID, n, label, false, m.now())

@@ -174,11 +174,11 @@ func (m *Mirror) makeItem(ctx context.Context, ev Event, repo store.Repo, set ga
 	if p.hasLabel(set.AdmissionLabel) {
 		return fmt.Sprintf("item %s made by %s (%s), gated", id, p.Sender.Login, who.Why), nil
 	}
-	gh, err := m.GitHub.Installation(repo.Installation)
+	c, err := m.callsFor(repo)
 	if err != nil {
 		return "", err
 	}
-	if err := m.addLabel(ctx, gh, repo, set, p.Issue.Number, set.AdmissionLabel); err != nil {
+	if err := m.addLabel(ctx, c, repo, set, p.Issue.Number, set.AdmissionLabel); err != nil {
 		return "", fmt.Errorf("gate %s: %w", id, err)
 	}
 	return fmt.Sprintf("item %s made by %s (%s), gated: added %s", id, p.Sender.Login, who.Why, set.AdmissionLabel), nil

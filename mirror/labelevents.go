@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-github/v66/github"
+
 	"github.com/wardenhq/warden/mirror/store"
 )
 
@@ -31,22 +32,26 @@ func (a labelAct) eventKey() string { return fmt.Sprintf("event:%d", a.EventID) 
 // more than that many events ago reads as unknown (fail closed: no act).
 const maxEventPages = 5
 
-// lastLabelAct confirms a label delivery against GitHub: the issue's label
-// events, read newest page first (GitHub lists them oldest first, so one
-// request when they fit a page, else the last page and back). It never
+// labelEventCalls is the GitHub read the gate confirms a label act with.
+type labelEventCalls interface {
+	// issueEvents is one page of issue n's events, oldest first (100 a
+	// page; page 0 is the first), and the number of the last page.
+	issueEvents(ctx context.Context, n, page int) (evs []*github.IssueEvent, lastPage int, err error)
+}
+
+// lastLabelAct confirms a label delivery against GitHub: the issue's
+// label events, read newest page first (GitHub lists them oldest first, so
+// one request when they fit a page, else the last page and back). It never
 // trusts the delivery's order: the last event for the label decides.
-func (m *Mirror) lastLabelAct(ctx context.Context, gh *github.Client, repo store.Repo, number int, label string) (labelAct, error) {
-	owner, name, _ := strings.Cut(repo.FullName, "/")
-	opt := &github.ListOptions{PerPage: 100}
-	evs, resp, err := gh.Issues.ListIssueEvents(ctx, owner, name, number, opt)
+func (m *Mirror) lastLabelAct(ctx context.Context, c labelEventCalls, repo store.Repo, number int, label string) (labelAct, error) {
+	evs, lastPage, err := c.issueEvents(ctx, number, 0)
 	if err != nil {
 		return labelAct{}, fmt.Errorf("read the label events of %s#%d: %w", repo.FullName, number, err)
 	}
 	page := 1
-	if resp.LastPage > 1 {
-		page = resp.LastPage
-		opt.Page = page
-		if evs, _, err = gh.Issues.ListIssueEvents(ctx, owner, name, number, opt); err != nil {
+	if lastPage > 1 {
+		page = lastPage
+		if evs, _, err = c.issueEvents(ctx, number, page); err != nil {
 			return labelAct{}, fmt.Errorf("read the label events of %s#%d (page %d): %w", repo.FullName, number, page, err)
 		}
 	}
@@ -62,8 +67,7 @@ func (m *Mirror) lastLabelAct(ctx context.Context, gh *github.Client, repo store
 			return labelAct{}, nil
 		}
 		page--
-		opt.Page = page
-		if evs, _, err = gh.Issues.ListIssueEvents(ctx, owner, name, number, opt); err != nil {
+		if evs, _, err = c.issueEvents(ctx, number, page); err != nil {
 			return labelAct{}, fmt.Errorf("read the label events of %s#%d (page %d): %w", repo.FullName, number, page, err)
 		}
 	}

@@ -55,6 +55,11 @@ type Mirror struct {
 	// Bot returns warden's own bot login ("<slug>[bot]"), known before any
 	// delivery is processed; nil or "" when unknown.
 	Bot func() string
+
+	// calls, when set, gives the GitHub calls on a repository in place of
+	// go-github over GitHub's installation client (callsFor): the tests'
+	// fake.
+	calls func(store.Repo) (repoCalls, error)
 }
 
 // Event is a delivery as the mirror's handlers see it.

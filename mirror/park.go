@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/go-github/v66/github"
-
 	"github.com/wardenhq/warden/gating"
 	"github.com/wardenhq/warden/mirror/store"
 )
@@ -21,6 +19,16 @@ const maintenanceLease = 60.0
 // PoisonQuestion is the question warden's own park asks its ruling owner.
 const PoisonQuestion = "This item reached its poison threshold: agents kept taking it and none finished it. " +
 	"What has to change before another attempt: the specification, a split into smaller items, a blocker to add, or dropping it?"
+
+// parkCalls are the GitHub calls that finish a park: the parked label, and
+// the park comment, posted once (a post whose record was lost is looked
+// for first).
+type parkCalls interface {
+	labelCalls
+	ownCommentCalls
+	// createComment posts body on issue n and returns the comment's id.
+	createComment(ctx context.Context, n int, body string) (int64, error)
+}
 
 // errMaintenanceRefused is a maintenance claim the ledger did not grant
 // (the item is held): the delivery is retried.
@@ -182,7 +190,7 @@ func (m *Mirror) beginManualPark(ctx context.Context, repo store.Repo, n int, by
 // releases, then adds the parked label, then posts the park comment naming
 // the question and each attempt's owner and outcome. Each stage is recorded
 // as it completes, so an interrupted park is finished, never started over.
-func (m *Mirror) poisonPark(ctx context.Context, repo store.Repo, set gating.Settings, rs *store.RepoSnapshot, id gating.ItemID, attempts int) (string, error) {
+func (m *Mirror) poisonPark(ctx context.Context, repo store.Repo, set gating.Settings, rs *store.Snapshot, id gating.ItemID, attempts int) (string, error) {
 	n := id.Number()
 	it := rs.Items[id]
 	if it == nil {
@@ -242,7 +250,7 @@ func (m *Mirror) finishPark(ctx context.Context, repo store.Repo, set gating.Set
 	if cur != nil && cur.Fence == rec.Fence && parkStageOrder[cur.Stage] > parkStageOrder[rec.Stage] {
 		*rec = *cur // another writer moved this park on meanwhile
 	}
-	gh, err := m.GitHub.Installation(repo.Installation)
+	c, err := m.callsFor(repo)
 	if err != nil {
 		return err
 	}
@@ -252,7 +260,7 @@ func (m *Mirror) finishPark(ctx context.Context, repo store.Repo, set gating.Set
 			return err
 		}
 		if st == nil || !st.HasLabel(set.ParkedLabel) {
-			if err := m.addLabel(ctx, gh, repo, set, n, set.ParkedLabel); err != nil {
+			if err := m.addLabel(ctx, c, repo, set, n, set.ParkedLabel); err != nil {
 				return err
 			}
 		}
@@ -272,7 +280,7 @@ func (m *Mirror) finishPark(ctx context.Context, repo store.Repo, set gating.Set
 				return err
 			}
 		}
-		id, err := m.postParkComment(ctx, gh, repo, n, rec, resumed)
+		id, err := m.postParkComment(ctx, c, repo, n, rec, resumed)
 		if err != nil {
 			return err
 		}
@@ -289,7 +297,7 @@ var parkStageOrder = map[string]int{store.ParkTagged: 1, store.ParkLabeled: 2, s
 
 // postParkComment posts the park comment with the current epoch's attempts
 // read from the trail.
-func (m *Mirror) postParkComment(ctx context.Context, gh *github.Client, repo store.Repo, n int, rec *store.ParkRecord, resumed bool) (int64, error) {
+func (m *Mirror) postParkComment(ctx context.Context, c parkCalls, repo store.Repo, n int, rec *store.ParkRecord, resumed bool) (int64, error) {
 	id := gating.IDFor(n)
 	rs, err := m.Ledger.ClaimSnapshot(ctx, repo.ID, id)
 	if err != nil {
@@ -307,28 +315,27 @@ func (m *Mirror) postParkComment(ctx context.Context, gh *github.Client, repo st
 			return w.CommentID, nil
 		}
 	}
-	owner, name, _ := strings.Cut(repo.FullName, "/")
 	if resumed {
-		if found, err := m.findParkComment(ctx, gh, owner, name, n, rec.At); err != nil || found != 0 {
+		if found, err := m.findParkComment(ctx, c, n, rec.At); err != nil || found != 0 {
 			return found, err
 		}
 	}
 	body := gating.ParkComment(id, attempts, rec.RulingOwner, rec.RulingTopic, rec.Question, tr.EpochHistory())
-	c, _, err := gh.Issues.CreateComment(ctx, owner, name, n, &github.IssueComment{Body: &body})
+	cid, err := c.createComment(ctx, n, body)
 	if err != nil {
 		return 0, fmt.Errorf("post the park comment on %s#%d: %w", repo.FullName, n, err)
 	}
-	return c.GetID(), nil
+	return cid, nil
 }
 
 // findParkComment looks on GitHub for warden's park comment on issue n
 // made since the park began (a post whose record was lost).
-func (m *Mirror) findParkComment(ctx context.Context, gh *github.Client, owner, name string, n int, since time.Time) (int64, error) {
+func (m *Mirror) findParkComment(ctx context.Context, c ownCommentCalls, n int, since time.Time) (int64, error) {
 	bot := ""
 	if m.Bot != nil {
 		bot = m.Bot()
 	}
-	id, err := findOwnComment(ctx, gh, owner, name, n, bot, gating.ParkPrefix, since, 0)
+	id, err := findOwnComment(ctx, c, n, bot, gating.ParkPrefix, since, 0)
 	if err != nil {
 		return 0, fmt.Errorf("find the park comment: %w", err)
 	}
@@ -354,7 +361,7 @@ func (m *Mirror) repairParkLabel(ctx context.Context, repo store.Repo, set gatin
 	if removed && c.who.Human {
 		return m.unpark(ctx, repo, n, c.who.Login, c.act.At, "removed "+set.ParkedLabel)
 	}
-	if err := m.addLabel(ctx, c.gh, repo, set, n, set.ParkedLabel); err != nil {
+	if err := m.addLabel(ctx, c.calls, repo, set, n, set.ParkedLabel); err != nil {
 		return "", err
 	}
 	return fmt.Sprintf("%s: state:parked without %s: label added", id, set.ParkedLabel), nil

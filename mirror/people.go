@@ -3,20 +3,26 @@ package mirror
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/google/go-github/v66/github"
 	"github.com/wardenhq/warden/gating"
 	"github.com/wardenhq/warden/mirror/store"
 )
 
+// roleCalls is the GitHub read of who may do what on the repository.
+type roleCalls interface {
+	// role is login's role on the repository from GitHub's
+	// collaborator-permission endpoint: its role_name (the permission field
+	// reports triage as read), else its permission; "none" when GitHub
+	// answers 404 (no access).
+	role(ctx context.Context, login string) (string, error)
+}
+
 // Permissions answers "does login hold triage or more on repo?" from
-// GitHub's collaborator-permission endpoint (its role_name: the permission
-// field reports triage as read), cached for ten minutes. A failed lookup
-// refuses: warden fails closed.
+// GitHub's collaborator-permission endpoint (roleCalls.role), cached for
+// ten minutes. A failed lookup refuses: warden fails closed.
 type Permissions struct {
 	TTL time.Duration
 	Now func() time.Time
@@ -35,8 +41,9 @@ func NewPermissions() *Permissions {
 	return &Permissions{TTL: 10 * time.Minute, Now: time.Now, cache: map[string]permEntry{}}
 }
 
-// Role returns login's role_name on owner/repo ("none" for no access).
-func (p *Permissions) Role(ctx context.Context, gh *github.Client, owner, repo, login string) (string, error) {
+// Role returns login's role_name on owner/repo ("none" for no access), from
+// the cache or else from lookup (GitHub's answer for login on owner/repo).
+func (p *Permissions) Role(ctx context.Context, owner, repo, login string, lookup func(ctx context.Context, login string) (string, error)) (string, error) {
 	key := strings.ToLower(owner + "/" + repo + "@" + login)
 	p.mu.Lock()
 	e, ok := p.cache[key]
@@ -44,17 +51,8 @@ func (p *Permissions) Role(ctx context.Context, gh *github.Client, owner, repo, 
 	if ok && p.Now().Sub(e.at) < p.TTL {
 		return e.role, nil
 	}
-	perm, resp, err := gh.Repositories.GetPermissionLevel(ctx, owner, repo, login)
-	role := ""
-	switch {
-	case err == nil:
-		role = perm.GetRoleName()
-		if role == "" {
-			role = perm.GetPermission()
-		}
-	case resp != nil && resp.StatusCode == http.StatusNotFound:
-		role = "none"
-	default:
+	role, err := lookup(ctx, login)
+	if err != nil {
 		return "", fmt.Errorf("look up %s's role on %s/%s: %w", login, owner, repo, err)
 	}
 	p.mu.Lock()
@@ -133,12 +131,12 @@ func (m *Mirror) agents(ctx context.Context, repo store.Repo) []string {
 // role is login's role_name on the repository (cached; an error fails the
 // rule that asked, closed).
 func (m *Mirror) role(ctx context.Context, repo store.Repo, login string) (string, error) {
-	gh, err := m.GitHub.Installation(repo.Installation)
+	c, err := m.callsFor(repo)
 	if err != nil {
 		return "", err
 	}
 	owner, name, _ := strings.Cut(repo.FullName, "/")
-	return m.Perms.Role(ctx, gh, owner, name, login)
+	return m.Perms.Role(ctx, owner, name, login, c.role)
 }
 
 // botLogin is warden's own bot login, when known.

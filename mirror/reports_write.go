@@ -95,7 +95,7 @@ func (r *Reports) findReport(ctx context.Context, client *github.Client, owner, 
 	if r.Bot != nil {
 		bot = r.Bot()
 	}
-	id, err := findOwnComment(ctx, client, owner, name, n, bot, gating.ReportPrefix, since, not)
+	id, err := findOwnComment(ctx, newGitHubCalls(client, owner+"/"+name), n, bot, gating.ReportPrefix, since, not)
 	if err != nil {
 		return 0, fmt.Errorf("look for an unrecorded report comment: %w", err)
 	}
