@@ -16,6 +16,7 @@ import (
 
 	"github.com/wardenhq/warden/app"
 	"github.com/wardenhq/warden/gating"
+	"github.com/wardenhq/warden/internal/clock"
 	"github.com/wardenhq/warden/internal/db"
 	"github.com/wardenhq/warden/internal/ghsim"
 	"github.com/wardenhq/warden/mirror/store"
@@ -52,7 +53,7 @@ type dashEnv struct {
 	dbPath string
 	d      *db.DB
 	dash   *Dashboards
-	clock  *fakeClock
+	clock  *clock.Manual
 	on     atomic.Bool
 	dry    atomic.Bool
 	human  *ghsim.Actor
@@ -78,7 +79,7 @@ func newDashEnv(t *testing.T) *dashEnv {
 	}
 	e := &dashEnv{t: t, ctx: ctx, sim: sim, ghRepo: ghRepo, rt: rt, slow: slow, a: a,
 		dbPath: filepath.Join(t.TempDir(), "dash.db"),
-		clock:  &fakeClock{t: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)},
+		clock:  clock.New(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)),
 		repo:   store.Repo{ID: ghRepo.ID, FullName: "acme/app", Installation: inst.ID, DefaultBranch: "main"}}
 	e.on.Store(true)
 	e.human = sim.As("alice")

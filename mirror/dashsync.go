@@ -17,7 +17,7 @@ type DashboardSink interface {
 // `dashboard: true`): the "where are we" report of §9 and the
 // repository-wide findings (the ready set's, the settings', pull requests
 // linking no item), and keeps its issue in step. Off by default.
-func (m *Mirror) syncDashboard(ctx context.Context, repo store.Repo, set gating.Settings, rs *store.RepoSnapshot, ready gating.Result) (string, error) {
+func (m *Mirror) syncDashboard(ctx context.Context, repo store.Repo, set gating.Settings, rs *store.Snapshot, ready gating.Result) (string, error) {
 	if !set.Dashboard || m.Dashboards == nil {
 		return "", nil
 	}

@@ -4,38 +4,14 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/wardenhq/warden/gating"
+	"github.com/wardenhq/warden/internal/clock"
 	"github.com/wardenhq/warden/internal/db"
 	"github.com/wardenhq/warden/mirror/store"
 )
-
-// fakeClock is a settable clock for the tests.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	c.t = t
-	c.mu.Unlock()
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // env is a real store on a fresh SQLite database with one served
 // repository, for the handlers' tests.
@@ -44,7 +20,7 @@ type env struct {
 	ctx   context.Context
 	l     *store.Ledger
 	acts  *store.Acts
-	clock *fakeClock
+	clock *clock.Manual
 	repo  int64
 }
 
@@ -60,7 +36,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { d.Close() })
-	clock := &fakeClock{t: time.Date(2030, 1, 2, 3, 4, 5, 678_000_000, time.UTC)}
+	clock := clock.New(time.Date(2030, 1, 2, 3, 4, 5, 678_000_000, time.UTC))
 	st, err := store.Open(ctx, d, store.Config{Region: testRegion, LeaseDefault: 30 * time.Second, LeaseMax: 30 * time.Minute,
 		Quarantine: time.Hour, Now: clock.Now})
 	if err != nil {

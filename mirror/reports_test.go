@@ -15,6 +15,7 @@ import (
 
 	"github.com/wardenhq/warden/app"
 	"github.com/wardenhq/warden/gating"
+	"github.com/wardenhq/warden/internal/clock"
 	"github.com/wardenhq/warden/internal/db"
 	"github.com/wardenhq/warden/internal/ghsim"
 	"github.com/wardenhq/warden/mirror/store"
@@ -62,7 +63,7 @@ type reportEnv struct {
 	ghRepo *ghsim.Repo
 	repo   store.Repo
 	rt     *countingRT
-	clock  *fakeClock
+	clock  *clock.Manual
 	r      *Reports
 	rows   *store.ReportRows
 	dry    atomic.Bool
@@ -72,7 +73,7 @@ type reportEnv struct {
 func newReportEnv(t *testing.T) *reportEnv {
 	t.Helper()
 	ctx := context.Background()
-	clock := &fakeClock{t: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}
+	clock := clock.New(time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC))
 	sim, err := ghsim.New(ghsim.Options{})
 	if err != nil {
 		t.Fatal(err)

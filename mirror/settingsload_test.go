@@ -21,29 +21,13 @@ import (
 
 	"github.com/wardenhq/warden/app"
 	"github.com/wardenhq/warden/gating"
+	"github.com/wardenhq/warden/internal/clock"
 	"github.com/wardenhq/warden/internal/db"
 	"github.com/wardenhq/warden/internal/ghsim"
 	"github.com/wardenhq/warden/mirror/store"
 )
 
 // ---- harness: the simulator over real HTTP, a counting transport, a store ----
-
-type settingsClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *settingsClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *settingsClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
 
 // countingTransport counts the requests that reach the wire, by kind.
 type countingTransport struct {
@@ -65,7 +49,7 @@ func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 type settingsEnv struct {
 	t      *testing.T
 	ctx    context.Context
-	clock  *settingsClock
+	clock  *clock.Manual
 	sim    *ghsim.Sim
 	ghRepo *ghsim.Repo
 	calls  *countingTransport
@@ -84,7 +68,7 @@ var settingsTestAgents = []string{"agent-7"}
 
 func newSettingsEnv(t *testing.T) *settingsEnv {
 	t.Helper()
-	e := &settingsEnv{t: t, ctx: context.Background(), clock: &settingsClock{t: time.Now().UTC().Truncate(time.Second)}}
+	e := &settingsEnv{t: t, ctx: context.Background(), clock: clock.New(time.Now().UTC().Truncate(time.Second))}
 	sim, err := ghsim.New(ghsim.Options{Now: e.clock.Now})
 	if err != nil {
 		t.Fatal(err)

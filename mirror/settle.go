@@ -94,7 +94,7 @@ func (m *Mirror) settleItem(ctx context.Context, repo store.Repo, n int) (string
 // parkStep is the parking ladder's step for one item of a computed ready
 // set: park a poisoned item, finish a park left half-written, or give a
 // parked item its label.
-func (m *Mirror) parkStep(ctx context.Context, repo store.Repo, set gating.Settings, rs *store.RepoSnapshot, res gating.Result, it *store.Item) (string, error) {
+func (m *Mirror) parkStep(ctx context.Context, repo store.Repo, set gating.Settings, rs *store.Snapshot, res gating.Result, it *store.Item) (string, error) {
 	if it == nil {
 		return "", nil
 	}

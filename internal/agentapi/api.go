@@ -148,8 +148,8 @@ type ledger interface {
 	Release(ctx context.Context, repoID int64, id gating.ItemID, token int64, actor store.Actor) (store.ReleaseResult, error)
 	Status(ctx context.Context, repoID int64, id gating.ItemID) (store.ClaimStatus, error)
 	Grants(ctx context.Context, repoID int64, id gating.ItemID) ([]store.Grant, error)
-	ClaimSnapshot(ctx context.Context, repoID int64, id gating.ItemID) (*store.RepoSnapshot, error)
-	Snapshot(ctx context.Context, repoID int64) (*store.RepoSnapshot, error)
+	ClaimSnapshot(ctx context.Context, repoID int64, id gating.ItemID) (*store.Snapshot, error)
+	Snapshot(ctx context.Context, repoID int64) (*store.Snapshot, error)
 	RecordIssueState(ctx context.Context, repoID int64, number int, st store.IssueState) (bool, error)
 }
 

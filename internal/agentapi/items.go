@@ -135,7 +135,7 @@ func (h *handler) getItem(w http.ResponseWriter, r *http.Request) {
 type ItemReader interface {
 	Get(ctx context.Context, repoID int64, id gating.ItemID) (store.Item, error)
 	Status(ctx context.Context, repoID int64, id gating.ItemID) (store.ClaimStatus, error)
-	ClaimSnapshot(ctx context.Context, repoID int64, id gating.ItemID) (*store.RepoSnapshot, error)
+	ClaimSnapshot(ctx context.Context, repoID int64, id gating.ItemID) (*store.Snapshot, error)
 }
 
 // Describe is GET /items/{id}'s answer for an item: its claim status,

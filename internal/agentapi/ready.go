@@ -35,12 +35,12 @@ type ReadySet struct {
 
 // Ready computes the ready set of a repository snapshot, keeping at most
 // limit ready items (0: all).
-func Ready(rs *store.RepoSnapshot, limit int) ReadySet {
+func Ready(rs *store.Snapshot, limit int) ReadySet {
 	return ReadyOf(rs, rs.Ready(), limit)
 }
 
 // ReadyOf is Ready for a result already computed from rs.
-func ReadyOf(rs *store.RepoSnapshot, r gating.Result, limit int) ReadySet {
+func ReadyOf(rs *store.Snapshot, r gating.Result, limit int) ReadySet {
 	out := ReadySet{Ready: []ReadyItem{}, Excluded: r.Excluded, Defects: r.Defects, Alarms: r.Alarms, ReadyCount: len(r.Ready)}
 	for _, e := range r.Ready {
 		if limit > 0 && len(out.Ready) >= limit {
@@ -72,7 +72,7 @@ func ReadyOf(rs *store.RepoSnapshot, r gating.Result, limit int) ReadySet {
 
 // Report is GET /report: the "where are we" report of a repository
 // snapshot, clean re-claims included (from the grant log).
-func Report(rs *store.RepoSnapshot) gating.Report { return rs.Report(rs.Ready()) }
+func Report(rs *store.Snapshot) gating.Report { return rs.Report(rs.Ready()) }
 
 func (h *handler) ready(w http.ResponseWriter, r *http.Request) {
 	// Like GET /items: 100 ready items unless asked (1 to 1000);

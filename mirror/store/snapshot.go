@@ -12,10 +12,10 @@ import (
 	"github.com/wardenhq/warden/gating"
 )
 
-// RepoSnapshot is one repository's backlog at one instant: the snapshot the
+// Snapshot is one repository's backlog at one instant: the snapshot the
 // ready set's rules read (gating.Snapshot), and beside it what the API and
 // the report show (the items as stored, each item's grant log).
-type RepoSnapshot struct {
+type Snapshot struct {
 	Repo     Repo
 	Settings gating.Settings
 	Snapshot gating.Snapshot
@@ -38,7 +38,7 @@ type RepoSnapshot struct {
 // CleanReclaims lists every clean re-claim in the snapshot's grant logs
 // (same-owner re-claims of a lapsed claim: no attempt, but reported), by
 // item then time.
-func (rs *RepoSnapshot) CleanReclaims() []gating.CleanReclaim {
+func (rs *Snapshot) CleanReclaims() []gating.CleanReclaim {
 	out := []gating.CleanReclaim{}
 	for _, c := range rs.Snapshot.Items {
 		out = append(out, CleanReclaims(c.Item.ID, rs.Grants[c.Item.ID])...)
@@ -68,8 +68,8 @@ func (l *Ledger) settingsFor(ctx context.Context, r Repo) gating.Settings {
 // current grant and its evidence, the tags, the links, the grant log, the
 // recorded admissions and the issues' labels. A repository warden does not
 // serve is ErrNotFound.
-func (l *Ledger) Snapshot(ctx context.Context, repoID int64) (*RepoSnapshot, error) {
-	var out *RepoSnapshot
+func (l *Ledger) Snapshot(ctx context.Context, repoID int64) (*Snapshot, error) {
+	var out *Snapshot
 	err := l.readTx(ctx, func(tx *sql.Tx) error {
 		repo, err := servedRepo(ctx, tx, repoID)
 		if err != nil {
@@ -90,7 +90,7 @@ func (l *Ledger) Snapshot(ctx context.Context, repoID int64) (*RepoSnapshot, err
 // Attempts returns an item's attempts in the current epoch (the poison
 // threshold's count: the trail's, floored by the grant log) and over its
 // life.
-func (rs *RepoSnapshot) Attempts(id gating.ItemID) (epoch, lifetime int) {
+func (rs *Snapshot) Attempts(id gating.ItemID) (epoch, lifetime int) {
 	for i := range rs.Snapshot.Items {
 		if rs.Snapshot.Items[i].Item.ID == id {
 			epoch = rs.Snapshot.Items[i].Attempts
@@ -106,7 +106,7 @@ func (rs *RepoSnapshot) Attempts(id gating.ItemID) (epoch, lifetime int) {
 
 // Ready is the ready set of the snapshot (gating.ComputeReady), with the
 // repository's own findings among its defects.
-func (rs *RepoSnapshot) Ready() gating.Result {
+func (rs *Snapshot) Ready() gating.Result {
 	r := gating.ComputeReady(rs.Snapshot)
 	r.Defects = append(r.Defects, rs.RepoDefects...)
 	return r
@@ -114,7 +114,7 @@ func (rs *RepoSnapshot) Ready() gating.Result {
 
 // Report is the "where are we" report of the snapshot (gating.BuildReport
 // over its ready set), with the clean re-claims filled from the grant log.
-func (rs *RepoSnapshot) Report(r gating.Result) gating.Report {
+func (rs *Snapshot) Report(r gating.Result) gating.Report {
 	rep := gating.BuildReport(rs.Snapshot, r)
 	rep.CleanReclaims = rs.CleanReclaims()
 	return rep
@@ -123,12 +123,12 @@ func (rs *RepoSnapshot) Report(r gating.Result) gating.Report {
 // ClaimSnapshot loads the partial snapshot gating.Claimable judges the item
 // on (without the rest of the repository), in one read transaction. A
 // missing item is ErrNotFound.
-func (l *Ledger) ClaimSnapshot(ctx context.Context, repoID int64, id gating.ItemID) (*RepoSnapshot, error) {
+func (l *Ledger) ClaimSnapshot(ctx context.Context, repoID int64, id gating.ItemID) (*Snapshot, error) {
 	n, err := parseNumber(id)
 	if err != nil {
 		return nil, err
 	}
-	var out *RepoSnapshot
+	var out *Snapshot
 	err = l.readTx(ctx, func(tx *sql.Tx) error {
 		repo, err := servedRepo(ctx, tx, repoID)
 		if err != nil {
@@ -156,7 +156,7 @@ func (l *Ledger) ClaimSnapshot(ctx context.Context, repoID int64, id gating.Item
 // threshold) or integrates, the items partOf or integrating it or the
 // grouping it integrates, and every item in flight (a claim neither released
 // nor superseded: held, lapsed or abandoned).
-func (l *Ledger) claimSnapshot(ctx context.Context, q Querier, repo Repo, set gating.Settings, cand *Item) (*RepoSnapshot, error) {
+func (l *Ledger) claimSnapshot(ctx context.Context, q Querier, repo Repo, set gating.Settings, cand *Item) (*Snapshot, error) {
 	want := map[int]bool{cand.ID.Number(): true}
 	groups := []string{string(cand.ID)}
 	for _, lk := range cand.Links {
@@ -257,8 +257,8 @@ func eachChunk(ctx context.Context, q Querier, repoID int64, nums []int, query, 
 
 // loadSnapshot reads the items numbered nums (nil: every item of the
 // repository) and what the ready set needs of them, through q.
-func (l *Ledger) loadSnapshot(ctx context.Context, q Querier, repo Repo, set gating.Settings, nums []int) (*RepoSnapshot, error) {
-	rs := &RepoSnapshot{Repo: repo, Settings: set, Items: map[gating.ItemID]*Item{}, Grants: map[gating.ItemID][]Grant{},
+func (l *Ledger) loadSnapshot(ctx context.Context, q Querier, repo Repo, set gating.Settings, nums []int) (*Snapshot, error) {
+	rs := &Snapshot{Repo: repo, Settings: set, Items: map[gating.ItemID]*Item{}, Grants: map[gating.ItemID][]Grant{},
 		Trails: map[gating.ItemID]gating.TrailResult{}, StaleAnchors: map[gating.ItemID][]AnchorState{}}
 	byNum := map[int]*Item{}
 	evidence := map[int]int64{}
