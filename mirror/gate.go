@@ -119,6 +119,13 @@ func (m *Mirror) admissionRemoved(ctx context.Context, repo store.Repo, set gati
 	if err != nil || !ok {
 		return fmt.Sprintf("%s: %s is on the issue again; nothing to do", it.ID, set.AdmissionLabel), err
 	}
+	return m.admissionRemovedBy(ctx, c, repo, set, n, it)
+}
+
+// admissionRemovedBy acts on a confirmed removal of the admission label: a
+// human with triage+ admits, anyone else's removal is reverted and
+// reported.
+func (m *Mirror) admissionRemovedBy(ctx context.Context, c confirmed, repo store.Repo, set gating.Settings, n int, it *store.Item) (string, error) {
 	if c.who.Human {
 		if err := m.admit(ctx, repo, n, c.who.Login, c.act.At, "removed "+set.AdmissionLabel); err != nil {
 			return "", err

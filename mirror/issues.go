@@ -149,11 +149,9 @@ func (m *Mirror) HandleIssues(ctx context.Context, ev Event) (string, error) {
 // GitHub's payload lacks it, as when it silently dropped labels on create).
 func (m *Mirror) makeItem(ctx context.Context, ev Event, repo store.Repo, set gating.Settings, p *issuesPayload) (string, error) {
 	id := gating.IDFor(p.Issue.Number)
-	tags := []string{"backlog", "priority:" + set.DefaultPriority, "phase:" + set.DefaultPhase,
-		"homeRegion:" + m.Region, "baseBranch:" + repo.DefaultBranch}
 	in := store.NewItem{Number: p.Issue.Number, Title: p.Issue.Title, Author: p.Issue.User.Login,
 		Body:       ResumeBody(p.Issue.Number, p.Issue.HTMLURL, nil),
-		Provenance: fmt.Sprintf("github: issues.%s by %s", ev.Action, p.Sender.Login), Tags: tags}
+		Provenance: fmt.Sprintf("github: issues.%s by %s", ev.Action, p.Sender.Login), Tags: m.newItemTags(repo, set)}
 	if _, err := m.Ledger.Create(ctx, repo.ID, in, store.Actor{Role: gating.RoleWarden, Name: "warden"}, store.WriteOptions{}); err != nil && !errors.Is(err, store.ErrExists) {
 		return "", fmt.Errorf("make %s an item: %w", id, err)
 	}

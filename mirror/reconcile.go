@@ -56,6 +56,11 @@ type PassResult struct {
 	Calls    app.CallCounts
 	Findings []gating.Defect
 	Actions  []string
+	// Adopted is how many labelled issues this pass made items of;
+	// Unadopted how many the census has found and not adopted yet (a
+	// repository with a large backlog adopts across passes); PullsRead how
+	// many pull requests it read that warden had not recorded as they are.
+	Adopted, Unadopted, PullsRead int
 }
 
 // errBudget stops a pass that would exceed its budget.
@@ -144,6 +149,7 @@ func (m *Mirror) Reconcile(ctx context.Context, repo store.Repo, o ReconcileOpti
 		startPhase, startPage, since = st.ResumePhase, st.ResumePage, st.ResumeSince
 	}
 	run := false
+	var err2 error
 	for _, ph := range phases {
 		if ph == startPhase {
 			run = true
@@ -156,6 +162,13 @@ func (m *Mirror) Reconcile(ctx context.Context, repo store.Repo, o ReconcileOpti
 			page = startPage
 		}
 		stoppedAt, err := p.phase(ctx, ph, page, since)
+		if ph == phaseIssues && (err == nil || errors.Is(err, errBudget)) {
+			// What the census has found and not adopted yet: progress,
+			// for the status page and warden reconcile.
+			if res.Unadopted, err2 = m.Ledger.Unadopted(ctx, repo.ID, set.ItemLabel); err2 != nil {
+				return res, err2
+			}
+		}
 		if errors.Is(err, errBudget) {
 			res.Stopped = fmt.Sprintf("budget of %d requests spent in phase %s (page %d); the next pass resumes there", p.budget, ph, stoppedAt)
 			res.Calls = counter.Counts()

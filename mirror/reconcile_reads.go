@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/google/go-github/v66/github"
 	"github.com/wardenhq/warden/gating"
@@ -76,9 +77,24 @@ func (p *pass) recordPull(ctx context.Context, pr *github.PullRequest) error {
 // state. Issues changed since the last pass are on the pages that come back
 // 200. A census that ran from its first page to its last in this pass also
 // says which items' issues are gone (not listed).
+//
+// The census converges warden with what it never saw: an issue that
+// carries the item label and is not an item is adopted (adopt), and a pull
+// request (GitHub's issue listing includes them) that is not recorded, or
+// is recorded older than the listing shows, is read once and recorded. Both
+// are budgeted like every read: a pass that runs out stops at the page it
+// was on, and the next resumes there.
 func (p *pass) readIssues(ctx context.Context, page int, _ int64) (int, error) {
 	opt := &github.IssueListByRepoOptions{State: "all", Sort: "created", Direction: "asc", ListOptions: github.ListOptions{PerPage: 100, Page: page}}
 	p.seen = map[int]bool{}
+	items, err := p.m.Ledger.ItemNumbers(ctx, p.repo.ID)
+	if err != nil {
+		return opt.Page, err
+	}
+	pulls, err := p.m.Ledger.PullsUpdatedAt(ctx, p.repo.ID)
+	if err != nil {
+		return opt.Page, err
+	}
 	for {
 		if err := p.spend(); err != nil {
 			return opt.Page, err
@@ -89,17 +105,41 @@ func (p *pass) readIssues(ctx context.Context, page int, _ int64) (int, error) {
 			return opt.Page, fmt.Errorf("list issues: %w", err)
 		}
 		for _, is := range issues {
-			p.seen[is.GetNumber()] = true
+			n := is.GetNumber()
+			p.seen[n] = true
 			if is.IsPullRequest() {
+				if at, ok := pulls[n]; ok && !at.Before(is.GetUpdatedAt().UTC().Truncate(time.Second)) {
+					continue
+				}
+				if err := p.readPull(ctx, n); err != nil {
+					return opt.Page, err
+				}
 				continue
 			}
 			st := store.IssueState{State: is.GetState(), UpdatedAt: is.GetUpdatedAt().UTC(), Labels: make([]string, 0, len(is.Labels))}
 			for _, l := range is.Labels {
 				st.Labels = append(st.Labels, l.GetName())
 			}
-			if _, err := p.m.Ledger.RecordIssueStateRead(ctx, p.repo.ID, is.GetNumber(), st, read); err != nil {
+			if _, err := p.m.Ledger.RecordIssueStateRead(ctx, p.repo.ID, n, st, read); err != nil {
 				return opt.Page, err
 			}
+			if items[n] || !store.HasLabel(st.Labels, p.set.ItemLabel) {
+				continue
+			}
+			if err := p.spend(); err != nil {
+				return opt.Page, err
+			}
+			if p.dry {
+				p.res.Actions = append(p.res.Actions, fmt.Sprintf("would adopt %s (it carries %s)", gating.IDFor(n), p.set.ItemLabel))
+				continue
+			}
+			out, err := p.m.adopt(ctx, p.repo, p.set, is)
+			if err != nil {
+				return opt.Page, err
+			}
+			items[n] = true
+			p.res.Adopted++
+			p.res.Actions = append(p.res.Actions, out)
 		}
 		if resp.NextPage == 0 {
 			p.census = page == 1
@@ -107,6 +147,23 @@ func (p *pass) readIssues(ctx context.Context, page int, _ int64) (int, error) {
 		}
 		opt.Page = resp.NextPage
 	}
+}
+
+// readPull reads one pull request the census listed and warden has not
+// recorded as it is now, and records it.
+func (p *pass) readPull(ctx context.Context, n int) error {
+	if err := p.spend(); err != nil {
+		return err
+	}
+	pr, resp, err := p.gh.PullRequests.Get(ctx, p.owner, p.name, n)
+	if resp != nil && (resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusGone) {
+		return nil // gone since the listing: nothing to record
+	}
+	if err != nil {
+		return fmt.Errorf("read pull request #%d: %w", n, err)
+	}
+	p.res.PullsRead++
+	return p.recordPull(ctx, pr)
 }
 
 // readUnknownIssues reads, once each, the items' issues the census did not

@@ -98,6 +98,10 @@ func printPasses(e env, results []mirror.PassResult, asJSON bool) {
 			state = "stopped: " + r.Stopped
 		}
 		fmt.Fprintf(e.stdout, "%s: %s; %d reads (%d not modified), %d writes\n", r.Repo, state, r.Calls.Reads, r.Calls.NotModified, r.Calls.Writes)
+		if r.Adopted > 0 || r.Unadopted > 0 || r.PullsRead > 0 {
+			fmt.Fprintf(e.stdout, "  adoption: %d labelled issues made items in this pass, %d still to adopt; %d pull requests read that warden had not recorded\n",
+				r.Adopted, r.Unadopted, r.PullsRead)
+		}
 		for _, a := range r.Actions {
 			fmt.Fprintf(e.stdout, "  did: %s\n", a)
 		}

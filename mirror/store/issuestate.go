@@ -27,9 +27,11 @@ type IssueState struct {
 
 // HasLabel reports whether the issue carries the label name (compared as
 // GitHub compares label names: without regard to case).
-func (s IssueState) HasLabel(name string) bool { return hasLabelFold(s.Labels, name) }
+func (s IssueState) HasLabel(name string) bool { return HasLabel(s.Labels, name) }
 
-func hasLabelFold(labels []string, name string) bool {
+// HasLabel reports whether labels hold name, compared as GitHub compares
+// label names: without regard to case.
+func HasLabel(labels []string, name string) bool {
 	for _, l := range labels {
 		if strings.EqualFold(strings.TrimSpace(l), strings.TrimSpace(name)) {
 			return true
@@ -162,4 +164,35 @@ func (l *Ledger) RecordIssueStateRead(ctx context.Context, repoID int64, number 
 		st.UpdatedAt = readAt
 	}
 	return l.RecordIssueState(ctx, repoID, number, st)
+}
+
+// Unadopted counts the recorded issues (not pull requests: their state is
+// not recorded here) that carry itemLabel and are not items: the census's
+// adoption still to do.
+func (l *Ledger) Unadopted(ctx context.Context, repoID int64, itemLabel string) (int, error) {
+	rows, err := l.db.Read.QueryContext(ctx, `SELECT s.labels FROM issue_state s
+		LEFT JOIN ledger_items i ON i.repo_id = s.repo_id AND i.number = s.number
+		WHERE s.repo_id = $1 AND i.number IS NULL AND s.state IN ($2, $3)`, repoID, IssueOpen, IssueClosed)
+	if err != nil {
+		return 0, fmt.Errorf("unadopted issues of repository %d: %w", repoID, err)
+	}
+	defer rows.Close()
+	n := 0
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return 0, fmt.Errorf("unadopted issues of repository %d: %w", repoID, err)
+		}
+		labels, err := decodeLabels(s)
+		if err != nil {
+			return 0, fmt.Errorf("unadopted issues of repository %d: %w", repoID, err)
+		}
+		if HasLabel(labels, itemLabel) {
+			n++
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("unadopted issues of repository %d: %w", repoID, err)
+	}
+	return n, nil
 }

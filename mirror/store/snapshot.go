@@ -353,7 +353,7 @@ func (l *Ledger) loadSnapshot(ctx context.Context, q Querier, repo Repo, set gat
 		if err != nil {
 			return fmt.Errorf("#%d: %w", n, err)
 		}
-		gated[n] = hasLabelFold(ls, set.AdmissionLabel)
+		gated[n] = HasLabel(ls, set.AdmissionLabel)
 		return nil
 	})
 	if err != nil {

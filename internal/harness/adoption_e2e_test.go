@@ -1,0 +1,133 @@
+package harness
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestCensusAdoptsLabelledIssues: issues that carry the item label but
+// whose deliveries warden never received are adopted by the reconcile's
+// census, as if the label had just been added. Admission is decided from
+// the label events: a maintainer's issue is admitted, a reader's is gated
+// (the admission label added), a maintainer's removal of the admission
+// label admits, an agent's removal is reverted and reported; a parked label
+// a maintainer added parks the item. A second pass adopts nothing and
+// writes nothing.
+func TestCensusAdoptsLabelledIssues(t *testing.T) {
+	t.Parallel()
+	x := newE2E(t)
+	x.MustSettle(t)
+	maria := x.Person("maria", "maintain")
+	x.Sim.SetRole(x.Repo, "reader", "read")
+	x.Sim.SetRole(x.Repo, "builder[bot]", "write")
+	bot := x.Sim.As("builder[bot]")
+
+	x.Sim.DropDeliveries(true)
+	open := func(title string, labels ...string) int {
+		t.Helper()
+		iss, err := maria.OpenIssue(x.Repo, title, "spec of "+title, labels...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return iss.Number
+	}
+	byMaria := open("Opened by a maintainer", lblItem)
+	gatedByRule := open("Gated, then admitted by a maintainer", lblItem, lblAdmission)
+	if _, err := maria.RemoveLabel(x.Repo, gatedByRule, lblAdmission); err != nil {
+		t.Fatal(err)
+	}
+	agentRemoved := open("Gated, then an agent removed the gate", lblItem, lblAdmission)
+	if _, err := bot.RemoveLabel(x.Repo, agentRemoved, lblAdmission); err != nil {
+		t.Fatal(err)
+	}
+	parked := open("Parked by a maintainer", lblItem)
+	if _, err := maria.AddLabels(x.Repo, parked, lblParked); err != nil {
+		t.Fatal(err)
+	}
+	x.Sim.SetRole(x.Repo, "reader", "write") // GitHub drops labels a reader passes; the role is lowered again below
+	byReader, err := x.Sim.As("reader").OpenIssue(x.Repo, "Opened by a reader", "spec", lblItem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x.Sim.SetRole(x.Repo, "reader", "read")
+	notAnItem := open("No item label")
+	x.MustSettle(t) // every delivery attempted, and failed
+	x.Sim.DropDeliveries(false)
+
+	if s := x.mustReady(t); len(s.Ready)+len(s.Excluded) != 0 {
+		t.Fatalf("before the pass warden knows items it never saw: %+v", s)
+	}
+	r := x.passFlush(t)
+	if r.Adopted != 5 || r.Unadopted != 0 {
+		t.Errorf("the pass adopted %d, %d left; want 5 adopted, none left (actions %v)", r.Adopted, r.Unadopted, r.Actions)
+	}
+	x.MustSettle(t)
+	s := x.mustReady(t)
+	if ids := s.ids(); !slices.Equal(ids, []string{idOf(byMaria), idOf(gatedByRule)}) {
+		t.Errorf("ready %v, want the maintainer's issue and the one a maintainer admitted (%d, %d); excluded %+v", ids, byMaria, gatedByRule, s.Excluded)
+	}
+	for n, want := range map[int]string{agentRemoved: "awaiting-admission", byReader.Number: "awaiting-admission", parked: "parked"} {
+		if got := s.exclusion(idOf(n)); got != want {
+			t.Errorf("#%d excluded as %q, want %q", n, got, want)
+		}
+	}
+	if _, ok := x.item(t, idOf(notAnItem)); ok {
+		t.Errorf("#%d, which lacks the item label, became an item", notAnItem)
+	}
+	for _, n := range []int{agentRemoved, byReader.Number} {
+		if !x.labels(n)[lblAdmission] {
+			t.Errorf("#%d does not carry %s after the pass: an unadmitted item was not gated", n, lblAdmission)
+		}
+	}
+	if x.apiFindings(t, s, idOf(agentRemoved), "agent-removed-admission") == 0 {
+		t.Errorf("the agent's removal of the gate on #%d is not reported: %+v", agentRemoved, s.Defects)
+	}
+	it, _ := x.item(t, idOf(parked))
+	if !it.has("state:parked") || !it.has("ruling-owner:maria") {
+		t.Errorf("#%d (stale added by a maintainer) is not parked on maria's ruling: %v", parked, it.Tags)
+	}
+
+	writes := x.simWrites()
+	again := x.passFlush(t)
+	x.MustSettle(t)
+	if again.Adopted != 0 || again.PullsRead != 0 {
+		t.Errorf("a second pass adopted %d and read %d pull requests, want none", again.Adopted, again.PullsRead)
+	}
+	if w := x.simWrites() - writes; w != 0 {
+		t.Errorf("a second pass over an adopted backlog wrote %d times to GitHub, want 0 (actions %v)", w, again.Actions)
+	}
+}
+
+// TestCensusReadsMissedPullRequests: a pull request that merged
+// while warden was not listening is found by the census and recorded, so
+// the item it delivers reports merged-not-complete.
+func TestCensusReadsMissedPullRequests(t *testing.T) {
+	t.Parallel()
+	x := newE2E(t)
+	x.MustSettle(t)
+	id := x.create(t, HumanToken, "Delivered while warden was away", nil)
+	x.MustSettle(t)
+	dev := x.dev()
+	x.branch(t, "feat/away", "main")
+	x.Sim.DropDeliveries(true)
+	p, err := dev.OpenPR(x.Repo, "feat/away", "main", "The work", "Closes #"+strings.TrimPrefix(id, "issue-"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dev.MergePR(x.Repo, p.Issue.Number, "merge"); err != nil {
+		t.Fatal(err)
+	}
+	x.MustSettle(t)
+	x.Sim.DropDeliveries(false)
+	r := x.passFlush(t)
+	if r.PullsRead != 1 {
+		t.Errorf("the census read %d pull requests, want the merged one (1)", r.PullsRead)
+	}
+	if k := findings(r, "merged-not-complete", id); k != 1 {
+		t.Errorf("merged-not-complete for %s reported %d times, want once: %+v", id, k, r.Findings)
+	}
+	if again := x.passFlush(t); again.PullsRead != 0 {
+		t.Errorf("a second pass read %d pull requests again, want 0", again.PullsRead)
+	}
+}
