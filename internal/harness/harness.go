@@ -65,10 +65,14 @@ type Env struct {
 	Inst      *ghsim.Installation
 	Repo      *ghsim.Repo
 
-	dir     string
-	ownDir  bool
-	cancel  context.CancelFunc
-	stopped chan error
+	dir    string
+	ownDir bool
+	// settings and opts are what Start built warden with (StartOver
+	// builds another warden the same way).
+	settings *config.Settings
+	opts     Options
+	cancel   context.CancelFunc
+	stopped  chan error
 }
 
 // Start builds the simulator and warden, installs the App on one
@@ -112,13 +116,8 @@ func Start(ctx context.Context, o Options) (*Env, error) {
 	if o.Settings != nil {
 		o.Settings(s)
 	}
-	svc, err := service.Build(ctx, s, service.NewLogger(o.Log, s.LogLevel), service.Options{
-		Dispatch:        webhooks.DispatchOptions{Workers: 4, BackoffBase: 20 * time.Millisecond, BackoffMax: 200 * time.Millisecond, MaxAttempts: 4, Poll: 10 * time.Millisecond, Grace: 5 * time.Second},
-		GitHubRetryBase: 5 * time.Millisecond, GitHubMaxWait: 2 * time.Second, Now: o.Now,
-		// The timer pass runs when a test says (Sweep), not on a ticker.
-		SweepInterval: time.Hour, NoReconcileLoop: true,
-		DeliveryCalls: o.DeliveryCalls,
-	})
+	e.settings, e.opts = s, o
+	svc, err := service.Build(ctx, s, service.NewLogger(o.Log, s.LogLevel), serviceOptions(o))
 	if err != nil {
 		e.GitHub.Close()
 		sim.Close()
