@@ -16,10 +16,15 @@ const (
 	VerbUnpark  = "unpark"
 	VerbPark    = "park"
 	VerbResolve = "resolve"
+	// VerbUndelivered is "/backlog undelivered #<pr>": a human rules that
+	// merged pull request <pr> did not deliver the item, so it makes no
+	// merged-not-complete for it (CONTRACT.md §11: the human-only verb to
+	// rule that a merged PR did not deliver an item).
+	VerbUndelivered = "undelivered"
 )
 
 // CommandVerbs lists the verbs, in the contract's order.
-var CommandVerbs = []string{VerbStatus, VerbRecheck, VerbAdmit, VerbUnpark, VerbPark, VerbResolve}
+var CommandVerbs = []string{VerbStatus, VerbRecheck, VerbAdmit, VerbUnpark, VerbPark, VerbResolve, VerbUndelivered}
 
 // CommandInterval is the rate limit of commands: one per user and item per
 // interval.
@@ -31,6 +36,9 @@ const commandWord = "/backlog"
 // maxRouteValue bounds a park's ruling-owner and ruling-topic values.
 const maxRouteValue = 100
 
+// maxPRDigits bounds the digits of undelivered's pull request number.
+const maxPRDigits = 9
+
 // Command is the command line of a comment. A Command with a Refusal was a
 // command line (it starts with /backlog) that is not a well-formed command:
 // warden answers it with a `confused` reaction and, to a person with triage
@@ -41,6 +49,7 @@ type Command struct {
 	RulingOwner string // park only
 	RulingTopic string // park only
 	Question    string // park only: every other line of the comment, trimmed (may be empty)
+	PR          int    // undelivered only: the pull request ruled not to have delivered the item
 	Line        int    // the command line's number in the comment, from 1
 	Refusal     string // why the command is refused; empty when it is well-formed
 }
@@ -64,14 +73,16 @@ func (c Command) Refused() bool { return c.Refusal != "" }
 // admit") is none either.
 //
 // The first command line counts, well-formed or not. It must be exactly
-// "/backlog <verb>" or, for park, "/backlog park ruling-owner=<x>
-// ruling-topic=<y>" (the two fields once each, in either order): lowercase,
+// "/backlog <verb>"; for park, "/backlog park ruling-owner=<x>
+// ruling-topic=<y>" (the two fields once each, in either order); for
+// undelivered, "/backlog undelivered #<pr>" (a pull request number: "#",
+// then 1 to 9 digits with no leading zero): lowercase,
 // single ASCII spaces, nothing before or after on the line except a final
 // "\r". Anything else (indented by one to three spaces, "/Backlog",
 // "Admit", trailing whitespace, two spaces, a tab, an unknown verb,
 // arguments to a verb that takes none, a missing, repeated, empty or
-// unknown park field) refuses the command with a reason: commands fail
-// closed, and say why.
+// unknown park field, a missing, extra or malformed pull request number)
+// refuses the command with a reason: commands fail closed, and say why.
 func ParseCommand(body string) (Command, bool) {
 	lines := strings.Split(body, "\n")
 	for i := range lines {
@@ -153,6 +164,20 @@ func parseCommandLine(line, rest string) Command {
 		}
 		return refuse("unknown verb %q; the verbs are %s", clip(verb), strings.Join(CommandVerbs, ", "))
 	}
+	if verb == VerbUndelivered {
+		switch {
+		case len(args) == 0:
+			return refuse("undelivered names the pull request that did not deliver this item: write %s undelivered #<pr>", commandWord)
+		case len(args) > 1:
+			return refuse("undelivered takes one pull request, #<pr> (found %q)", clip(strings.Join(args, " ")))
+		}
+		n, why := parsePRRef(args[0])
+		if why != "" {
+			return refuse("%s", why)
+		}
+		c.PR = n
+		return c
+	}
 	if verb != VerbPark {
 		if len(args) > 0 {
 			return refuse("%s takes no arguments (found %q)", verb, clip(strings.Join(args, " ")))
@@ -187,6 +212,34 @@ func parseCommandLine(line, rest string) Command {
 	}
 	c.RulingOwner, c.RulingTopic = fields["ruling-owner"], fields["ruling-topic"]
 	return c
+}
+
+// parsePRRef reads undelivered's argument: "#" then the pull request's
+// number, decimal, 1 to maxPRDigits digits, no sign, no leading zero. The
+// reason is empty when it is well-formed.
+func parsePRRef(a string) (int, string) {
+	digits, ok := strings.CutPrefix(a, "#")
+	if !ok {
+		if a != "" && strings.Trim(a, "0123456789") == "" {
+			return 0, fmt.Sprintf("write the pull request as #%s, with the hash sign", clip(a))
+		}
+		return 0, fmt.Sprintf("%q is not a pull request: write it as #<pr>, its number after a hash sign", clip(a))
+	}
+	switch {
+	case digits == "":
+		return 0, "the pull request number is missing after the hash sign: write #<pr>"
+	case strings.Trim(digits, "0123456789") != "":
+		return 0, fmt.Sprintf("%q is not a pull request number: write #<pr> with the number in digits 0-9 only", clip(a))
+	case digits[0] == '0':
+		return 0, fmt.Sprintf("%q is not a pull request number: no pull request is numbered 0 or written with a leading zero", clip(a))
+	case len(digits) > maxPRDigits:
+		return 0, fmt.Sprintf("%q is not a pull request number: at most %d digits", clip(a), maxPRDigits)
+	}
+	n := 0
+	for _, r := range digits {
+		n = n*10 + int(r-'0')
+	}
+	return n, ""
 }
 
 // validRouteValue checks a park field's value: it becomes a tag
@@ -224,14 +277,16 @@ func clip(s string) string {
 
 // CommandRule says who may run a verb (CONTRACT.md §7): status anyone who
 // can read the repository; recheck anyone with triage or more; admit,
-// unpark, park and resolve a human with triage or more. An unknown verb
-// needs both (fail closed).
+// unpark, park, resolve and undelivered a human with triage or more. An
+// unknown verb needs both (fail closed).
 func CommandRule(verb string) (needsHuman, needsTriage bool) {
 	switch verb {
 	case VerbStatus:
 		return false, false
 	case VerbRecheck:
 		return false, true
+	case VerbAdmit, VerbUnpark, VerbPark, VerbResolve, VerbUndelivered:
+		return true, true
 	default:
 		return true, true
 	}

@@ -126,6 +126,64 @@ func TestParseCommand(t *testing.T) {
 		if got.Verb != VerbPark && (got.RulingOwner != "" || got.RulingTopic != "" || got.Question != "") {
 			t.Errorf("%s: park fields on %+v", c.name, got)
 		}
+		if got.PR != 0 {
+			t.Errorf("%s: a pull request on %+v", c.name, got)
+		}
+	}
+}
+
+// TestParseCommandUndelivered: /backlog undelivered takes exactly one pull
+// request, #<pr>; anything else is refused with a reason.
+func TestParseCommandUndelivered(t *testing.T) {
+	cases := []struct {
+		name    string
+		body    string
+		refusal string // substring; "" means well-formed
+		pr      int
+	}{
+		{"a pull request", "/backlog undelivered #12", "", 12},
+		{"with a reason after it", "That PR only touched the docs.\n/backlog undelivered #7\nIt did not deliver this.", "", 7},
+		{"CRLF", "/backlog undelivered #7\r\nok", "", 7},
+		{"nine digits", "/backlog undelivered #123456789", "", 123456789},
+		{"no argument", "/backlog undelivered", "names the pull request", 0},
+		{"a bare number", "/backlog undelivered 12", "write the pull request as #12, with the hash sign", 0},
+		{"a word", "/backlog undelivered last", `"last" is not a pull request`, 0},
+		{"a URL", "/backlog undelivered https://github.com/acme/app/pull/12", "is not a pull request", 0},
+		{"another repository's", "/backlog undelivered acme/app#12", "is not a pull request", 0},
+		{"a hash alone", "/backlog undelivered #", "number is missing", 0},
+		{"a sign", "/backlog undelivered #+12", "digits 0-9 only", 0},
+		{"a negative", "/backlog undelivered #-12", "digits 0-9 only", 0},
+		{"letters after", "/backlog undelivered #12a", "digits 0-9 only", 0},
+		{"punctuation after", "/backlog undelivered #12.", "digits 0-9 only", 0},
+		{"non-ASCII digits", "/backlog undelivered #١٢", "digits 0-9 only", 0},
+		{"fullwidth hash", "/backlog undelivered ＃12", "is not a pull request", 0},
+		{"zero", "/backlog undelivered #0", "numbered 0 or written with a leading zero", 0},
+		{"a leading zero", "/backlog undelivered #012", "leading zero", 0},
+		{"ten digits", "/backlog undelivered #1234567890", "at most 9 digits", 0},
+		{"two pull requests", "/backlog undelivered #12 #13", "takes one pull request", 0},
+		{"two spaces", "/backlog undelivered  #12", "single spaces", 0},
+		{"trailing space", "/backlog undelivered #12 ", "whitespace", 0},
+		{"uppercase verb", "/backlog Undelivered #12", "lowercase", 0},
+	}
+	for _, c := range cases {
+		got, ok := ParseCommand(c.body)
+		if !ok {
+			t.Errorf("%s: no command line", c.name)
+			continue
+		}
+		if c.refusal == "" {
+			if got.Refused() || got.Verb != VerbUndelivered {
+				t.Errorf("%s: %+v, want undelivered", c.name, got)
+			}
+		} else if !strings.Contains(got.Refusal, c.refusal) {
+			t.Errorf("%s: refusal %q, want it to say %q", c.name, got.Refusal, c.refusal)
+		}
+		if got.PR != c.pr {
+			t.Errorf("%s: pull request %d, want %d", c.name, got.PR, c.pr)
+		}
+		if got.RulingOwner != "" || got.RulingTopic != "" || got.Question != "" {
+			t.Errorf("%s: park fields on %+v", c.name, got)
+		}
 	}
 }
 
@@ -215,6 +273,7 @@ func TestCommandRule(t *testing.T) {
 		{VerbUnpark, true, true},
 		{VerbPark, true, true},
 		{VerbResolve, true, true},
+		{VerbUndelivered, true, true},
 		{"approve", true, true}, // unknown: fail closed
 		{"", true, true},
 		{"Status", true, true},
@@ -227,8 +286,11 @@ func TestCommandRule(t *testing.T) {
 	}
 	for _, v := range CommandVerbs {
 		c, ok := ParseCommand("/backlog " + v)
-		if v == VerbPark {
+		switch v {
+		case VerbPark:
 			continue
+		case VerbUndelivered:
+			c, ok = ParseCommand("/backlog " + v + " #12")
 		}
 		if !ok || c.Refused() || c.Verb != v {
 			t.Errorf("%s: %+v %v", v, c, ok)

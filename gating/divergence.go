@@ -42,7 +42,15 @@ type RepoFacts struct {
 	// passed and the pull request is mergeable. A draft, or one whose
 	// Mergeable is false, is not green whatever this says.
 	Green map[int]bool
+	// Disowned are, by item number, the merged pull requests a human ruled
+	// did not deliver that item (/backlog undelivered): they make no
+	// merged-not-complete for it.
+	Disowned map[int][]int
 }
+
+// disowned reports whether a human ruled that pull request pr did not
+// deliver item number n.
+func (f *RepoFacts) disowned(n, pr int) bool { return slices.Contains(f.Disowned[n], pr) }
 
 // Divergences compares the ledger with GitHub (the project manager's
 // reconcile table, lattice-source-extract.md §4.5; CONTRACT.md §6 and §8)
@@ -53,7 +61,9 @@ type RepoFacts struct {
 //   - merged-not-complete: a merged pull request delivers (see CheckRunVerdict:
 //     not carried by a bucket) a live item into its baseBranch:, and the item
 //     is not state:complete; or a grouping's bucket pull request merged, its
-//     integration item is complete, and the grouping is not;
+//     integration item is complete, and the grouping is not — unless a human
+//     ruled that pull request did not deliver the item (Disowned). The ready
+//     set excludes an item carrying this finding (ExMergedNotComplete);
 //   - complete-with-open-pr: a state:complete item that an open pull request
 //     delivers, or whose pr:<n> tag names an open pull request;
 //   - resumable-green-pr: a green, mergeable, non-draft open pull request
@@ -188,8 +198,8 @@ func Divergences(f RepoFacts) []Defect {
 			case ie.st != stComplete:
 				add("integration-incomplete", ge.id, "ledger: grouping %s's integration item %s is not complete (%s); %s, the grouping's bucket: the grouping is not complete until its integration item is",
 					ge.id, ie.id, ie.describe(), gh)
-			case ge.st == stLive:
-				add("merged-not-complete", ge.id, "ledger: grouping %s has no state:complete though its integration item %s is complete; %s, the grouping's bucket",
+			case ge.st == stLive && !f.disowned(ge.num, pr.Number):
+				add(ExMergedNotComplete, ge.id, "ledger: grouping %s has no state:complete though its integration item %s is complete; %s, the grouping's bucket",
 					ge.id, ie.id, gh)
 			}
 		}
@@ -200,10 +210,10 @@ func Divergences(f RepoFacts) []Defect {
 			}
 			e := &x.es[i]
 			base, baseOK := soleTag(e.c.Item, "baseBranch")
-			if e.st != stLive || !baseOK || pr.BaseRef != base {
+			if e.st != stLive || !baseOK || pr.BaseRef != base || f.disowned(e.num, pr.Number) {
 				continue
 			}
-			add("merged-not-complete", e.id, "ledger: %s has no state:complete (live; %s); %s into its baseBranch:%s and delivers it (linked by %s): the holder records the completion",
+			add(ExMergedNotComplete, e.id, "ledger: %s has no state:complete (live; %s); %s into its baseBranch:%s and delivers it (linked by %s): the holder records the completion",
 				e.id, x.claimWords(i), gh, base, strings.Join(l.How, ", "))
 		}
 	}
@@ -246,6 +256,46 @@ func Divergences(f RepoFacts) []Defect {
 		return cmp.Compare(a.Detail, b.Detail)
 	})
 	return slices.Compact(out)
+}
+
+// UndeliveredRefusal says why a human may not rule, with /backlog
+// undelivered, that pull request pr did not deliver item id ("" when the
+// ruling may be recorded). The ruling is about a merged pull request that
+// links the item (CONTRACT.md §8's linking rules) or is its grouping's
+// bucket, as the facts know them: anything else is refused, so a mistyped
+// number is caught rather than recorded, and no ruling can be made ahead of
+// a merge that would then go unreported.
+func UndeliveredRefusal(f RepoFacts, id ItemID, pr int) string {
+	s := f.Snapshot
+	x := newIndex(&s)
+	i, ok := x.byID[id]
+	if !ok {
+		return fmt.Sprintf("%s is not an item", id)
+	}
+	var merged *PullRequest
+	for k := range f.MergedPRs {
+		if p := &f.MergedPRs[k]; p.Number == pr && p.Merged {
+			merged = p
+			break
+		}
+	}
+	if merged == nil {
+		for k := range f.OpenPRs {
+			if p := &f.OpenPRs[k]; p.Number == pr && p.Open() {
+				return fmt.Sprintf("pull request #%d is still open: only a merged pull request can be ruled not to have delivered %s", pr, id)
+			}
+		}
+		return fmt.Sprintf("warden has no record of pull request #%d being merged (run /backlog recheck on it if it was): only a merged pull request can be ruled not to have delivered %s", pr, id)
+	}
+	for _, l := range f.Links[pr] {
+		if l.Item == id {
+			return ""
+		}
+	}
+	if slices.Contains(x.bucketsOf(*merged, f.RepoFullName), i) {
+		return ""
+	}
+	return fmt.Sprintf("pull request #%d does not link %s (no closing keyword, refs, item id, pr: tag or claim branch) and is not its bucket: it does not deliver it, so there is nothing to rule", pr, id)
 }
 
 // bucketsOf returns the groupings whose bucket pull request pr is: from a

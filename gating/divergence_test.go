@@ -72,6 +72,15 @@ func TestDivergences(t *testing.T) {
 		{"merged bucket carries a live member", dvFacts(epicSnap(complete()), nil, []PullRequest{dvPR(7, "Refs #12", dvMerged(), crHead("feat/epic/x"))}), "merged-not-complete", 12, false, nil},
 		{"merged bucket, integration complete, grouping live", dvFacts(epicSnap(complete()), nil, []PullRequest{dvPR(7, "", dvMerged(), crHead("feat/epic/x"))}), "merged-not-complete", 10, true,
 			[]string{"grouping issue-10 has no state:complete", "issue-14 is complete", "#7"}},
+		// A human ruled the merged pull request did not deliver the item
+		// (/backlog undelivered): it makes no merged-not-complete for it.
+		{"merged, disowned for the item", disown(dvFacts(one(mk(12)), nil, []PullRequest{dvPR(7, "Closes #12", dvMerged())}), 12, 7), "merged-not-complete", 12, false, nil},
+		{"merged, another PR disowned", disown(dvFacts(one(mk(12)), nil, []PullRequest{dvPR(7, "Closes #12", dvMerged())}), 12, 8), "merged-not-complete", 12, true, []string{"#7"}},
+		{"merged, disowned for another item", disown(dvFacts(one(mk(12)), nil, []PullRequest{dvPR(7, "Closes #12", dvMerged())}), 13, 7), "merged-not-complete", 12, true, []string{"#7"}},
+		{"two merged, one disowned", disown(dvFacts(one(mk(12)), nil, []PullRequest{dvPR(7, "Closes #12", dvMerged()), dvPR(8, "Refs #12", dvMerged())}), 12, 7), "merged-not-complete", 12, true,
+			[]string{"#8"}},
+		{"merged bucket disowned for the grouping", disown(dvFacts(epicSnap(complete()), nil, []PullRequest{dvPR(7, "", dvMerged(), crHead("feat/epic/x"))}), 10, 7), "merged-not-complete", 10, false, nil},
+		{"disowned, the PR still open: other findings stay", disown(dvFacts(one(mk(12, complete())), []PullRequest{dvPR(7, "Refs #12")}, nil), 12, 7), "complete-with-open-pr", 12, true, nil},
 
 		// complete-with-open-pr
 		{"complete, delivering PR open", dvFacts(one(mk(12, complete())), []PullRequest{dvPR(7, "Refs #12")}, nil), "complete-with-open-pr", 12, true,
@@ -160,6 +169,53 @@ func TestDivergences(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// disown records a human's ruling that pull requests prs did not deliver
+// item n.
+func disown(f RepoFacts, n int, prs ...int) RepoFacts {
+	if f.Disowned == nil {
+		f.Disowned = map[int][]int{}
+	}
+	f.Disowned[n] = append(f.Disowned[n], prs...)
+	return f
+}
+
+// TestUndeliveredRefusal: /backlog undelivered #<pr> is recorded only for a
+// merged pull request that links the item or is its grouping's bucket;
+// anything else is refused, saying why.
+func TestUndeliveredRefusal(t *testing.T) {
+	merged := []PullRequest{dvPR(7, "Closes #12", dvMerged()), dvPR(8, "An unrelated change", dvMerged()), dvPR(9, "Closes #12", crClosed())}
+	open := []PullRequest{dvPR(20, "Refs #12")}
+	f := dvFacts(snap(mk(12), mk(13)), open, merged)
+	bucket := dvFacts(epicSnap(complete()), nil, []PullRequest{dvPR(7, "", dvMerged(), crHead("feat/epic/x"))})
+	cases := []struct {
+		name  string
+		facts RepoFacts
+		id    ItemID
+		pr    int
+		want  string // "" = may be recorded; else a substring of the reason
+	}{
+		{"merged and linked", f, "issue-12", 7, ""},
+		{"merged, linked by a pr: tag", dvFacts(snap(mk(12, tg("pr:8"))), nil, merged), "issue-12", 8, ""},
+		{"merged, linking nothing", f, "issue-12", 8, "does not link issue-12"},
+		{"merged, linking another item", f, "issue-13", 7, "does not link issue-13"},
+		{"closed without merging", f, "issue-12", 9, "no record of pull request #9 being merged"},
+		{"still open", f, "issue-12", 20, "pull request #20 is still open"},
+		{"unknown", f, "issue-12", 99, "no record of pull request #99 being merged"},
+		{"no such item", f, "issue-14", 7, "issue-14 is not an item"},
+		{"the grouping's merged bucket", bucket, "issue-10", 7, ""},
+		{"a bucket that links a member: linked, so recorded", dvFacts(epicSnap(complete()), nil, []PullRequest{dvPR(7, "Refs #12", dvMerged(), crHead("feat/epic/x"))}), "issue-12", 7, ""},
+	}
+	for _, c := range cases {
+		got := UndeliveredRefusal(c.facts, c.id, c.pr)
+		switch {
+		case c.want == "" && got != "":
+			t.Errorf("%s: refused %q, want recorded", c.name, got)
+		case c.want != "" && !strings.Contains(got, c.want):
+			t.Errorf("%s: %q, want a refusal saying %q", c.name, got, c.want)
+		}
 	}
 }
 

@@ -37,6 +37,7 @@ type entry struct {
 	nStates   int      // how many state: tags
 	state1    string   // the first state: value
 	region    string   // the first homeRegion: value
+	oneRegion bool     // exactly one homeRegion: tag
 	onDefault bool     // a baseBranch: value is the default branch
 	resources []string // distinct resource: names
 	threshold int      // the smallest valid threshold:N (N ≥ 1); 0 when none
@@ -206,6 +207,7 @@ func (e *entry) read(s *Snapshot) {
 	default:
 		e.st = stInvalid
 	}
+	e.oneRegion = regions == 1
 	e.clean = backlog && e.prio >= 0 && phases == 1 && phaseOK && regions == 1 && bases == 1 && !empty &&
 		owners <= 1 && topics <= 1 && e.st != stInvalid
 	e.claim = ClaimStateOf(e.c.Claim, s.Now, s.Quarantine)
@@ -495,6 +497,38 @@ func admission(c *Candidate) (why string, unrecorded bool) {
 
 func fmtTime(t time.Time) string { return t.UTC().Format(time.RFC3339) }
 
+// mergedNotComplete is the exclusion detail for a candidate carrying a live
+// merged-not-complete finding ("" when it carries none): every such
+// finding's detail, in order, and what lets the item be offered again.
+func mergedNotComplete(c *Candidate) string {
+	var ds []string
+	for k := range c.Findings {
+		if c.Findings[k].Code == ExMergedNotComplete {
+			ds = append(ds, c.Findings[k].Detail)
+		}
+	}
+	if len(ds) == 0 {
+		return ""
+	}
+	slices.Sort(ds)
+	ds = slices.Compact(ds)
+	return "a merged pull request delivers it and no state:complete is recorded (" + strings.Join(ds, "; ") +
+		"): not offered until the completion is recorded (by its holder, or under a maintenance claim) or a human with triage or more runs /backlog undelivered #<pr> for a pull request that did not deliver it"
+}
+
+// unrouted says whether pending item i names, in its one homeRegion: tag, a
+// region other than the one this deployment serves, and words the
+// unrouted-region finding. A missing, empty or repeated homeRegion: is a
+// tag problem instead.
+func (x *index) unrouted(i int32) (string, bool) {
+	e := &x.es[i]
+	if !e.oneRegion || e.region == "" || e.region == x.s.Region {
+		return "", false
+	}
+	return fmt.Sprintf("homeRegion:%s names region %q, but this deployment serves region %q (WARDEN_REGION): no replica here can claim it; "+
+		"retag it homeRegion:%s, or serve %q from a deployment of its own", e.region, e.region, x.s.Region, x.s.Region, e.region), true
+}
+
 // exclusionOf runs the narrowing steps on item i and returns the first that
 // drops it ("" when none does). claimant is nil for ComputeReady; Claimable
 // passes the would-be owner, and then the item's own held claim is ignored (the
@@ -536,6 +570,16 @@ func (x *index) exclusionOf(i int32, edges []edge, claimant *string) (reason, de
 	// Step 3: groupings.
 	if m := x.partOfBy[e.id]; len(m) > 0 {
 		return ExGrouping, fmt.Sprintf("a grouping of %d items (partOf it): it is completed by its integration item, never claimed", len(m))
+	}
+	// A finished-looking item: a merged pull request delivers it and no
+	// state:complete is recorded. Like an unknown state:, its real condition
+	// needs a record before it is work again; it comes after the terminal
+	// states, the tags, a live claim (its holder records the completion)
+	// and the grouping rule, and before every rule that would only delay a
+	// fresh claim. A lapsed holder is refused too: it records the
+	// completion under its fence without re-claiming.
+	if d := mergedNotComplete(e.c); d != "" {
+		return ExMergedNotComplete, d
 	}
 	// Step 4: dependencies, then the integration join.
 	switch worst(edges) {
@@ -612,9 +656,10 @@ func ComputeReady(s Snapshot) Result {
 		nLinks += len(x.es[i].c.Item.Links)
 	}
 	buf := make([]edge, 0, nLinks)
+	var unrouted []int32 // pending items whose homeRegion: is not served here
 
-	// Step 1: every item's tags, parking route and edges; admission and
-	// poison findings on pending items.
+	// Step 1: every item's tags, parking route and edges; admission, poison
+	// and region findings on pending items.
 	for i := range int32(n) {
 		e := &x.es[i]
 		for _, p := range x.tagProblems(i) {
@@ -640,14 +685,23 @@ func ComputeReady(s Snapshot) Result {
 		if p, th := x.poisoned(i); p {
 			ds.add("poisoned", e.id, 0, fmt.Sprintf("%d attempts (this epoch) reached the poison threshold of %d with no claim held or lapsed: park it with a ruling route", e.c.Attempts, th))
 		}
+		if d, ok := x.unrouted(i); ok {
+			ds.add(CodeUnroutedRegion, e.id, 0, d)
+			unrouted = append(unrouted, i)
+		}
 	}
 	x.groupingDefects(&ds)
 
-	// Cycles.
+	// Cycles, then each unrouted item (in number order).
 	var alarms []string
 	for _, cyc := range findCycles(x, edges) {
 		ds.add("cycle", "", x.es[cyc.path[0]].num, cyc.detail)
 		alarms = append(alarms, "cycle: "+cyc.detail)
+	}
+	slices.SortFunc(unrouted, func(a, b int32) int { return compareIDs(x.es[a].id, x.es[b].id) })
+	for _, i := range unrouted {
+		d, _ := x.unrouted(i)
+		alarms = append(alarms, CodeUnroutedRegion+": "+string(x.es[i].id)+": "+d)
 	}
 
 	// Steps 2–5 and 8, item by item; then sort (6) and prefer disjoint radii (7).

@@ -987,8 +987,8 @@ func partialFor(s Snapshot, id ItemID) Snapshot {
 // randomSnapshot builds an adversarial repository: gaps in the numbering
 // (dangling blockers), cautionary states, parks with and without routes,
 // groupings with zero, one or two integration items, every claim state,
-// resources, anchors, admission gaps, attempts, holds, foreign regions and
-// cycles.
+// resources, anchors, admission gaps, attempts, holds, foreign regions,
+// merged-not-complete findings and cycles.
 func randomSnapshot(rng *rand.Rand, n int) Snapshot {
 	pick := func(xs ...string) string { return xs[rng.IntN(len(xs))] }
 	chance := func(p float64) bool { return rng.Float64() < p }
@@ -1062,6 +1062,9 @@ func randomSnapshot(rng *rand.Rand, n int) Snapshot {
 		}
 		c.Attempts = rng.IntN(5)
 		c.CollisionHold = chance(0.03)
+		if chance(0.05) {
+			mnc(1 + rng.IntN(n))(&c) // a merged pull request delivers it
+		}
 		s.Items = append(s.Items, c)
 	}
 	return s
@@ -1128,8 +1131,9 @@ func TestClaimableAgreesWithComputeReady(t *testing.T) {
 
 // Invariants of the ready set on random repositories: nothing offered has a
 // state: tag, a malformed tag set, a live claim, members, an unsatisfied
-// blocker, a missing admission, poison, a hold, a foreign region or a busy
-// resource.
+// blocker, a missing admission, poison, a hold, a foreign region, a
+// merged-not-complete finding or a busy resource; and every pending item of
+// a foreign region is reported unrouted-region and raises an alarm.
 func TestReadyInvariants(t *testing.T) {
 	for seed := range 200 {
 		s := randomSnapshot(rand.New(rand.NewPCG(uint64(seed), 99)), 50)
@@ -1170,8 +1174,22 @@ func TestReadyInvariants(t *testing.T) {
 					bad = true
 				}
 			}
+			for _, f := range c.Findings {
+				bad = bad || f.Code == ExMergedNotComplete
+			}
 			if bad {
 				t.Fatalf("seed %d: %s offered: %+v", seed, e.Item, *c)
+			}
+		}
+		for id, c := range byID {
+			st := stateTags(c)
+			pending := len(st) != 1 || st[0] != "state:complete" && st[0] != "state:parked"
+			region, one := soleTag(c.Item, "homeRegion")
+			want := pending && one && region != "" && region != s.Region
+			got := len(defectsOf(r, CodeUnroutedRegion, id.Number())) == 1 &&
+				slices.ContainsFunc(r.Alarms, func(a string) bool { return strings.HasPrefix(a, CodeUnroutedRegion+": "+string(id)+": ") })
+			if got != want {
+				t.Fatalf("seed %d: %s (tags %v) reported unrouted-region %v, want %v", seed, id, c.Item.Tags, got, want)
 			}
 		}
 	}

@@ -75,7 +75,20 @@ const (
 	ExHeld              = "held"
 	ExForeignRegion     = "foreign-region"
 	ExMalformed         = "malformed" // missing mandatory or duplicate single-valued tags
+	// ExMergedNotComplete: a merged pull request delivers the item and no
+	// state:complete is recorded (the merged-not-complete divergence is a
+	// live finding on it). It is excluded, as an unknown state: is, until the
+	// completion is recorded or a human rules the pull request did not
+	// deliver it (/backlog undelivered): excluding live work costs a glance,
+	// offering finished work costs a session. The code is also the
+	// divergence's.
+	ExMergedNotComplete = "merged-not-complete"
 )
+
+// CodeUnroutedRegion is the defect (and alarm) of a pending item whose
+// homeRegion: is not the region this deployment serves (Snapshot.Region,
+// WARDEN_REGION): no replica here can claim it, so it would starve quietly.
+const CodeUnroutedRegion = "unrouted-region"
 
 // EdgeVerdict classifies one blockedBy edge (worst first).
 type EdgeVerdict int
@@ -118,6 +131,8 @@ type Result struct {
 	Excluded []Exclusion  `json:"excluded"`
 	Defects  []Defect     `json:"defects"`
 	// Alarms are repository-wide warnings: a ready set empty while work is
-	// pending (naming what each pending item waits on), and cycles.
+	// pending (naming what each pending item waits on), cycles, and each
+	// pending item whose homeRegion: no replica here serves
+	// (unrouted-region).
 	Alarms []string `json:"alarms"`
 }

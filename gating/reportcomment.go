@@ -321,7 +321,7 @@ var reportHints = map[string]string{
 	// Completion and branches.
 	"complete-with-open-pr":  "merge or close the open PR named by the `pr:` tag, or remove that tag.",
 	"completion-unproven":    "tag `pr:<n>` with the merged PR that delivers this item into its `baseBranch:`.",
-	"merged-not-complete":    "the holder writes `state:complete` under its claim (or a maintenance claim records the merge).",
+	"merged-not-complete":    "the holder writes `state:complete` under its claim (or a maintenance claim records the merge); until then the item is not offered. If that PR did not deliver this item, a human with triage or more comments `/backlog undelivered #<pr>` with its number.",
 	"resumable-green-pr":     "claim the item and finish it through its green PR (the cheapest resume), or close the PR.",
 	"epic-child-on-main":     "set `baseBranch:` to the epic's branch, not the default branch.",
 	"pr-wrong-base":          "retarget the PR to the item's `baseBranch:`.",
@@ -339,6 +339,7 @@ var reportHints = map[string]string{
 	"settings-invalid":          "fix `.github/backlog.yml` on the default branch; the last good values apply meanwhile.",
 	"settings-changed-by-agent": "a human pushes the settings change (or merges it); until then the previous settings apply.",
 	"stale-anchor":              "update the item's `anchoredTo` links to paths that exist.",
+	CodeUnroutedRegion:          "set the item's `homeRegion:` to the region this deployment serves (`WARDEN_REGION`), or serve the region it names from a deployment of its own (where several deployments share the repository, each reports the others' items: expected, if another deployment does serve that region).",
 	// Exclusion reasons (why an item is not claimable now).
 	ExAwaitingAdmission: "a human with triage or more removes the admission label or runs `/backlog admit`.",
 	ExParked:            UnparkHint + ".",

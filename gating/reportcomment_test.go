@@ -45,8 +45,11 @@ var gatingCodes = []string{
 	CodeMarkerDeleted, CodeOutcomeWithoutTag, CodeForgedMarker, CodeUndeclaredAgent,
 	ExAwaitingAdmission, ExParked, ExPoisoned, ExGrouping, ExBlocked, ExStalled, ExInvalid,
 	ExUnknownState, ExCollisionHold, ExResourceBusy, ExLapsed, ExComplete, ExHeld,
-	ExForeignRegion, ExMalformed, ExMissing,
+	ExForeignRegion, ExMalformed, ExMissing, ExMergedNotComplete, CodeUnroutedRegion,
 }
+
+// codeSpan is a one-backtick code span, where GitHub links nothing.
+var codeSpan = regexp.MustCompile("`[^`]*`")
 
 func TestReportResolveHint(t *testing.T) {
 	for _, c := range append(append([]string{}, contractCodes...), gatingCodes...) {
@@ -54,9 +57,15 @@ func TestReportResolveHint(t *testing.T) {
 		if h == "" || h == genericHint {
 			t.Errorf("ResolveHint(%q) = %q: want a line of its own", c, h)
 		}
-		if strings.ContainsAny(h, "@#\n") {
-			t.Errorf("ResolveHint(%q) = %q holds @, # or a newline", c, h)
+		// A # inside a code span is inert (a command's syntax may be shown
+		// there); outside one it could make a reference.
+		if strings.ContainsAny(codeSpan.ReplaceAllString(h, "``"), "@#\n") || strings.Contains(h, "@") {
+			t.Errorf("ResolveHint(%q) = %q holds @, a newline, or # outside a code span", c, h)
 		}
+	}
+	// The finished-looking item's hint names the ruling that clears it.
+	if h := ResolveHint(ExMergedNotComplete); !strings.Contains(h, "`/backlog undelivered #<pr>`") {
+		t.Errorf("merged-not-complete hint %q does not name /backlog undelivered", h)
 	}
 	if got := ResolveHint("no-such-code"); got != genericHint {
 		t.Errorf("unknown code: %q, want the generic line", got)

@@ -188,6 +188,8 @@ func (m *Mirror) runCommand(ctx context.Context, repo store.Repo, n int, cmd gat
 		return out, m.removeLabel(ctx, c, repo, set, n, set.ParkedLabel)
 	case gating.VerbPark:
 		return m.manualPark(ctx, repo, set, n, login, cmd.RulingOwner, cmd.RulingTopic, cmd.Question, at)
+	case gating.VerbUndelivered:
+		return m.undelivered(ctx, repo, n, cmd.PR, login, at)
 	case gating.VerbResolve:
 		rs, err := m.Ledger.ClaimSnapshot(ctx, repo.ID, id)
 		if err != nil {
@@ -202,6 +204,43 @@ func (m *Mirror) runCommand(ctx context.Context, repo store.Repo, n int, cmd gat
 		return fmt.Sprintf("%s: takeover collision resolved by %s", id, login), nil
 	}
 	return "", refuseCommand("unknown command")
+}
+
+// undelivered records a human's ruling that merged pull request pr did not
+// deliver item n (/backlog undelivered #<pr>), then re-derives the
+// divergences, so the pull request makes no merged-not-complete for the
+// item and the ready set offers it again (unless something else excludes
+// it), and settles the item. The ruling is refused unless warden recorded
+// pr as merged and it links the item (gating.UndeliveredRefusal); a ruling
+// already recorded is answered as done.
+func (m *Mirror) undelivered(ctx context.Context, repo store.Repo, n, pr int, login string, at time.Time) (string, error) {
+	id := gating.IDFor(n)
+	f, err := m.repoFacts(ctx, repo)
+	if err != nil {
+		return "", err
+	}
+	if why := gating.UndeliveredRefusal(f, id, pr); why != "" {
+		return "", refuseCommand("%s", why)
+	}
+	fresh, err := m.Acts.Disown(ctx, repo.ID, n, pr, login, at)
+	if err != nil {
+		return "", err
+	}
+	if err := m.reconcileItems(ctx, repo); err != nil {
+		return "", err
+	}
+	out, err := m.settleItem(ctx, repo, n)
+	if err != nil {
+		return "", err
+	}
+	what := fmt.Sprintf("%s: pull request #%d ruled not to have delivered it by %s (/backlog undelivered)", id, pr, login)
+	if !fresh {
+		what = fmt.Sprintf("%s: pull request #%d was already ruled not to have delivered it (/backlog undelivered by %s)", id, pr, login)
+	}
+	if out != "" {
+		what += "; " + out
+	}
+	return what, nil
 }
 
 // react puts a reaction on a comment (GitHub answers 200 for one already

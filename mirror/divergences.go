@@ -19,7 +19,8 @@ func (m *Mirror) divergences(ctx context.Context, repo store.Repo) ([]gating.Def
 
 // repoFacts gathers what the divergences read from warden's records: the
 // snapshot, the issues' states, the open and merged pull requests with
-// their links, and the heads last read green.
+// their links, the heads last read green, and the merged pull requests a
+// human ruled did not deliver an item (/backlog undelivered).
 func (m *Mirror) repoFacts(ctx context.Context, repo store.Repo) (gating.RepoFacts, error) {
 	var f gating.RepoFacts
 	rs, err := m.Ledger.Snapshot(ctx, repo.ID)
@@ -42,8 +43,12 @@ func (m *Mirror) repoFacts(ctx context.Context, repo store.Repo) (gating.RepoFac
 	if err != nil {
 		return f, err
 	}
+	disowned, err := m.Ledger.DisownedPRs(ctx, repo.ID)
+	if err != nil {
+		return f, err
+	}
 	f = gating.RepoFacts{Snapshot: rs.Snapshot, RepoFullName: repo.FullName, Issues: issues, Green: greens,
-		Links: map[int][]gating.PRLink{}}
+		Links: map[int][]gating.PRLink{}, Disowned: disowned}
 	for _, p := range open {
 		f.OpenPRs = append(f.OpenPRs, p.PullRequest)
 		f.Links[p.Number] = gating.PRLinks(p.PullRequest, repo.FullName, rs.Snapshot)

@@ -30,6 +30,7 @@ var schema = []struct {
 	{"dashboards", dashboardMigrations},
 	{"reports", reportMigrations},
 	{"settings", settingsMigrations},
+	{"disowned", disownedMigrations},
 }
 
 // Migrate applies every step of the schema that has not run on d yet. It is
@@ -472,3 +473,17 @@ var settingsMigrations = []db.Migration{{Version: 1, SQL: `CREATE TABLE repo_set
 	pending_json TEXT NOT NULL,
 	version BIGINT NOT NULL,
 	updated_at BIGINT NOT NULL)`}}
+
+// disownedMigrations is the schema of the /backlog undelivered rulings
+// (component "disowned"), portable as the ledger's: pr_disowned holds one
+// row per item and merged pull request a human ruled did not deliver it
+// (disowned_by, disowned_at: the ruling's author and the comment's time),
+// so that pull request makes no merged-not-complete for the item. The first
+// ruling is kept; a ruling is never removed.
+var disownedMigrations = []db.Migration{{Version: 1, SQL: `CREATE TABLE pr_disowned (
+	repo_id BIGINT NOT NULL,
+	number BIGINT NOT NULL,
+	pr BIGINT NOT NULL,
+	disowned_by TEXT NOT NULL,
+	disowned_at BIGINT NOT NULL,
+	PRIMARY KEY (repo_id, number, pr))`}}
