@@ -73,6 +73,17 @@ type Reports struct {
 	// that stopped before recording it is recognised (nil or "": such a
 	// write waits until it is known).
 	Bot func() string
+	// Trail finds warden's own comments as the comment trail recorded them
+	// (the store's ledger): a report comment this database has no row for
+	// (a new or restored database) is edited, not posted twice. nil: none
+	// is looked for.
+	Trail ownComments
+}
+
+// ownComments finds the newest comment warden itself made on an issue
+// whose text begins with a prefix (store.Ledger.OwnComment).
+type ownComments interface {
+	OwnComment(ctx context.Context, repoID int64, n int, prefix string) (int64, error)
 }
 
 // OpenReports returns the publisher over the store's report rows.

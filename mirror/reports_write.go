@@ -65,6 +65,23 @@ func (r *Reports) post(ctx context.Context, p *reportWrite) (int64, string, erro
 		}
 		out = ReportRecreated
 	}
+	if p.commentID == 0 && p.lookSince.IsZero() && r.Trail != nil {
+		// No row names a comment: a database that is new or was restored
+		// may not know the one warden made. The trail does.
+		found, err := r.Trail.OwnComment(ctx, p.repo.ID, p.number, gating.ReportPrefix)
+		if err != nil {
+			return 0, "", err
+		}
+		if found != 0 {
+			_, _, err := client.Issues.EditComment(ctx, owner, name, found, &github.IssueComment{Body: &body})
+			if err == nil {
+				return found, ReportEdited, nil
+			}
+			if !isStatus(err, http.StatusNotFound) {
+				return 0, "", fmt.Errorf("edit comment %d: %w", found, err)
+			}
+		}
+	}
 	if !p.lookSince.IsZero() {
 		found, err := r.findReport(ctx, client, owner, name, p.number, p.commentID, p.lookSince)
 		if err != nil {

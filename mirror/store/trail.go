@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/wardenhq/warden/gating"
@@ -186,4 +187,31 @@ func trailEval(it *Item, trail []TrailRecord, grants []Grant, now time.Time, x t
 type trailExtra struct {
 	Epoch  Epoch
 	Pushes []gating.BranchPush
+}
+
+// OwnComment is the newest comment warden itself made on issue n whose
+// current text begins with prefix, as the trail recorded it (0: none): a
+// report comment a database that was lost or replaced no longer names is
+// found here, so it is edited rather than posted a second time.
+func (l *Ledger) OwnComment(ctx context.Context, repoID int64, n int, prefix string) (int64, error) {
+	rows, err := l.db.Read.QueryContext(ctx, `SELECT comment_id, current_body FROM trail_comments
+		WHERE repo_id = $1 AND number = $2 AND is_warden = 1 AND deleted = 0 ORDER BY created_at DESC, comment_id DESC`, repoID, n)
+	if err != nil {
+		return 0, fmt.Errorf("warden's own comments on #%d: %w", n, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var body string
+		if err := rows.Scan(&id, &body); err != nil {
+			return 0, fmt.Errorf("warden's own comments on #%d: %w", n, err)
+		}
+		if strings.HasPrefix(body, prefix) {
+			return id, nil
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return 0, fmt.Errorf("warden's own comments on #%d: %w", n, err)
+	}
+	return 0, nil
 }
