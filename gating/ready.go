@@ -581,6 +581,12 @@ func (x *index) exclusionOf(i int32, edges []edge, claimant *string) (reason, de
 	if d := mergedNotComplete(e.c); d != "" {
 		return ExMergedNotComplete, d
 	}
+	// An item whose issue lost the item label left the backlog on GitHub:
+	// it stays in the ledger (forgetting is explicit) and is not offered
+	// until the label is back.
+	if e.c.ItemLabelRemoved {
+		return ExItemLabelRemoved, "the issue no longer carries the item label: it is out of the backlog until the label is added back (the item stays in the ledger; DELETE /items/{id} forgets it)"
+	}
 	// Step 4: dependencies, then the integration join.
 	switch worst(edges) {
 	case EdgeInvalid:

@@ -40,6 +40,10 @@ type Candidate struct {
 	AdmissionRecorded bool // warden recorded a human admission act
 	Attempts          int  // attempts in the current epoch
 	CollisionHold     bool // held by a takeover-collision until /backlog resolve
+	// ItemLabelRemoved: the mirrored issue no longer carries the item
+	// label (a human took it out of the backlog on GitHub; the item stays
+	// in the ledger, and is not offered).
+	ItemLabelRemoved bool
 	// Findings are further defects about this item found outside the ready
 	// set's own rules (the comment trail's, say); ComputeReady reports each
 	// in Result.Defects.
@@ -61,6 +65,7 @@ type Snapshot struct {
 // Exclusion codes: why an item is not claimable now (CONTRACT.md §9).
 const (
 	ExAwaitingAdmission = "awaiting-admission"
+	ExItemLabelRemoved  = "item-label-removed" // the issue no longer carries the item label
 	ExParked            = "parked"
 	ExPoisoned          = "poisoned"
 	ExGrouping          = "grouping"

@@ -97,6 +97,30 @@ func TestCensusAdoptsLabelledIssues(t *testing.T) {
 	if w := x.simWrites() - writes; w != 0 {
 		t.Errorf("a second pass over an adopted backlog wrote %d times to GitHub, want 0 (actions %v)", w, again.Actions)
 	}
+
+	// An issue that lost the item label while warden was away is no longer
+	// offered, is reported, and stays an item; the label back, it is offered.
+	x.Sim.DropDeliveries(true)
+	if _, err := maria.RemoveLabel(x.Repo, byMaria, lblItem); err != nil {
+		t.Fatal(err)
+	}
+	x.MustSettle(t)
+	x.Sim.DropDeliveries(false)
+	x.passFlush(t)
+	s = x.mustReady(t)
+	if got := s.exclusion(idOf(byMaria)); got != "item-label-removed" {
+		t.Errorf("#%d without the item label is excluded as %q, want item-label-removed", byMaria, got)
+	}
+	if x.apiFindings(t, s, idOf(byMaria), "item-label-removed") == 0 {
+		t.Errorf("the item label's removal from #%d is not reported: %+v", byMaria, s.Defects)
+	}
+	if _, err := maria.AddLabels(x.Repo, byMaria, lblItem); err != nil {
+		t.Fatal(err)
+	}
+	x.MustSettle(t)
+	if ids := x.mustReady(t).ids(); !slices.Contains(ids, idOf(byMaria)) {
+		t.Errorf("#%d is not offered once the item label is back: ready %v", byMaria, ids)
+	}
 }
 
 // TestCensusReadsMissedPullRequests: a pull request that merged

@@ -342,7 +342,7 @@ func (l *Ledger) loadSnapshot(ctx context.Context, q Querier, repo Repo, set gat
 	if err != nil {
 		return nil, fmt.Errorf("snapshot of %s: admissions: %w", repo.FullName, err)
 	}
-	gated := map[int]bool{}
+	gated, unlabeled := map[int]bool{}, map[int]bool{}
 	err = eachChunk(ctx, q, repo.ID, nums, `SELECT number, labels FROM issue_state WHERE repo_id = $1`, "number", func(rows *sql.Rows) error {
 		var n int
 		var labels string
@@ -354,6 +354,7 @@ func (l *Ledger) loadSnapshot(ctx context.Context, q Querier, repo Repo, set gat
 			return fmt.Errorf("#%d: %w", n, err)
 		}
 		gated[n] = HasLabel(ls, set.AdmissionLabel)
+		unlabeled[n] = !HasLabel(ls, set.ItemLabel)
 		return nil
 	})
 	if err != nil {
@@ -484,6 +485,13 @@ func (l *Ledger) loadSnapshot(ctx context.Context, q Querier, repo Repo, set gat
 			}
 		}
 		cand.Findings = append(cand.Findings, labelFindings[n]...)
+		if unlabeled[n] {
+			cand.ItemLabelRemoved = true
+			if !slices.ContainsFunc(cand.Findings, func(d gating.Defect) bool { return d.Code == gating.ExItemLabelRemoved }) {
+				cand.Findings = append(cand.Findings, gating.Defect{Code: gating.ExItemLabelRemoved, Item: it.ID,
+					Detail: "the issue no longer carries the item label " + set.ItemLabel + ": the item is not offered, and stays in the ledger"})
+			}
+		}
 		if st, ds := currentAnchorFindings(it, repo.DefaultBranch, anchors[n]); len(st) > 0 {
 			rs.StaleAnchors[it.ID] = st
 			cand.Findings = append(cand.Findings, ds...)
