@@ -70,8 +70,12 @@ func (s *Sim) identify(r *http.Request) caller {
 	return caller{err: "Bad credentials"}
 }
 
+// verifyJWT judges an App JWT on real time, not on the simulator's clock
+// (Options.Now, which a test may move to stand for hours or days passing):
+// the App signs its JWTs on its own real clock, and GitHub checks them on
+// its real one, so a moved clock must not expire every JWT the App signs.
 func (s *Sim) verifyJWT(raw string) string {
-	now := s.now()
+	now := time.Now()
 	tok, err := jwt.ParseWithClaims(raw, &jwt.RegisteredClaims{}, func(t *jwt.Token) (any, error) {
 		if t.Method != jwt.SigningMethodRS256 {
 			return nil, fmt.Errorf("unexpected signing method %v", t.Header["alg"])

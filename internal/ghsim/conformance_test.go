@@ -20,8 +20,9 @@ import (
 )
 
 // confEnv is the scenario's world: a fixture (installation "acme" with
-// acme/app), a second installation, a suspended one, a repository outside
-// every installation, and the App's and the installation's clients.
+// acme/app, and acme/lib added), a second installation, a suspended one, a
+// repository outside every installation, and the App's and the
+// installation's clients.
 type confEnv struct {
 	f          *fixture
 	app        *github.Client // the App, with its JWT
@@ -153,6 +154,20 @@ var confScenario = []confCase{
 		}
 		return resp, err
 	}},
+	{"the installation's repositories, one per page", "GET /installation/repositories", 200, func(ctx context.Context, e *confEnv) (*github.Response, error) {
+		lr, resp, err := e.inst.Apps.ListRepos(ctx, &github.ListOptions{PerPage: 1})
+		if err == nil && (lr.GetTotalCount() != 2 || len(lr.Repositories) != 1 || resp.NextPage != 2) {
+			err = errors.New("want one of two repositories and a next page")
+		}
+		return resp, err
+	}},
+	{"the installation's repositories, all", "GET /installation/repositories", 200, func(ctx context.Context, e *confEnv) (*github.Response, error) {
+		lr, resp, err := e.inst.Apps.ListRepos(ctx, &github.ListOptions{PerPage: 100})
+		if err == nil && (lr.GetTotalCount() != 2 || len(lr.Repositories) != 2 || lr.Repositories[0].GetFullName() != "acme/app") {
+			err = errors.New("want acme's two repositories")
+		}
+		return resp, err
+	}},
 	{"a repository", "GET /repos/{owner}/{repo}", 200, func(ctx context.Context, e *confEnv) (*github.Response, error) {
 		r, resp, err := e.inst.Repositories.Get(ctx, "acme", "app")
 		if err == nil && r.GetDefaultBranch() != "main" {
@@ -189,6 +204,7 @@ func TestConformanceScenario(t *testing.T) {
 	e.frozen = f.sim.Install("frozen", "carol")
 	f.sim.Locked(func() { e.frozen.Suspended = true })
 	f.sim.AddRepo(nil, "other/secret", "main")
+	f.sim.AddRepo(f.inst, "acme/lib", "main")
 	f.flush(t)
 
 	served := f.sim.Routes()

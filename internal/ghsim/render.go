@@ -75,8 +75,18 @@ func (s *Sim) installationJSON(in *Installation, full bool) map[string]any {
 		"app_id":            s.opt.AppID, "app_slug": s.opt.AppSlug, "target_id": in.Account.ID, "target_type": targetType,
 		"permissions": appPermissions(), "events": appEvents(), "created_at": ts(created), "updated_at": ts(created),
 		"single_file_name": nil, "has_multiple_single_files": false, "single_file_paths": []string{},
-		"suspended_by": nil, "suspended_at": nil,
+		"suspended_by": nil, "suspended_at": suspendedAt(in, created),
 	}
+}
+
+// suspendedAt is an installation's suspended_at: null unless it is
+// suspended (the simulator keeps no time of suspension: it says the
+// installation's creation).
+func suspendedAt(in *Installation, created time.Time) any {
+	if !in.Suspended {
+		return nil
+	}
+	return ts(created)
 }
 
 func (s *Sim) repoJSON(r *Repo) map[string]any {

@@ -35,6 +35,7 @@ func (s *Sim) routes() http.Handler {
 	r.Group(func(r chi.Router) {
 		r.Use(s.requireToken)
 		r.Get("/rate_limit", s.getRateLimit)
+		r.Get("/installation/repositories", s.listInstallationRepos)
 		r.Route("/repos/{owner}/{repo}", func(r chi.Router) {
 			r.Use(s.requireRepo)
 			r.Get("/", s.getRepo)

@@ -15,12 +15,12 @@ import (
 )
 
 // Replicas on one PostgreSQL database share the periodic work (CONTRACT.md
-// §10): one reconcile pass, one redelivery catch-up and one timer pass at a
-// time, each under a named lock (db.DB.TryLock) that a dying replica gives
-// up with its connection. The passes' last runs are recorded in the
-// database, so three replicas run one reconcile per interval between them,
-// not three, and a replica that takes over after a holder died knows the
-// pass is overdue.
+// §10): one discovery of the App's installations, one reconcile pass, one
+// redelivery catch-up and one timer pass at a time, each under a named lock
+// (db.DB.TryLock) that a dying replica gives up with its connection. The
+// passes' last runs are recorded in the database, so three replicas run one
+// reconcile per interval between them, not three, and a replica that takes
+// over after a holder died knows the pass is overdue.
 
 var coordinationMigrations = []db.Migration{{Version: 1, SQL: `
 CREATE TABLE replica_runs (
@@ -110,7 +110,7 @@ func (svc *Service) lastRun(ctx context.Context, name string) (RunRecord, error)
 // Runs returns the last run of each shared pass.
 func (svc *Service) Runs(ctx context.Context) ([]RunRecord, error) {
 	var out []RunRecord
-	for _, name := range []string{"reconcile", "catchup", "sweep"} {
+	for _, name := range []string{"discovery", "reconcile", "catchup", "sweep"} {
 		r, err := svc.lastRun(ctx, name)
 		if err != nil {
 			return nil, err
@@ -146,18 +146,26 @@ func (svc *Service) sweep(ctx context.Context) {
 	}
 }
 
-// reconcileLoop runs the redelivery catch-up once the App's identity is
-// known, then a catch-up and a reconcile pass over every served repository
-// every WARDEN_RECONCILE_INTERVAL until ctx ends (0: never). Each replica
-// looks every interval (at most every 30 s, so a pass whose holder died is
-// taken over soon); the one that finds the pass due and takes its lock runs
-// it.
+// reconcileLoop first discovers the App's installations and their
+// repositories (serving what warden did not know, not serving what is gone:
+// Discover) and runs the redelivery catch-up once the App's identity is
+// known; then, every WARDEN_RECONCILE_INTERVAL until ctx ends (0: never), a
+// discovery, a catch-up and a reconcile pass over every served repository.
+// Each replica looks every interval (at most every 30 s, so a pass whose
+// holder died is taken over soon); the one that finds a pass due and takes
+// its lock runs it, so replicas discover once per interval between them, as
+// they reconcile.
 func (svc *Service) reconcileLoop(ctx context.Context) {
+	defer svc.markStarted()
+	if _, err := svc.runShared(ctx, "discovery", 0, svc.discoveryPass); err != nil && ctx.Err() == nil {
+		svc.Log.Warn("discovery", "err", err)
+	}
 	if _, err := svc.App.Identity(ctx); err != nil {
 		svc.Log.Warn("catch-up at start skipped: the App's identity is unknown", "err", err)
 	} else if _, err := svc.runShared(ctx, "catchup", 0, svc.catchUpPass); err != nil && ctx.Err() == nil {
 		svc.Log.Warn("catch-up", "err", err)
 	}
+	svc.markStarted()
 	every := svc.Settings.ReconcileInterval
 	if every <= 0 || svc.noReconcile {
 		return
@@ -165,6 +173,9 @@ func (svc *Service) reconcileLoop(ctx context.Context) {
 	t := time.NewTicker(min(every, 30*time.Second))
 	defer t.Stop()
 	for {
+		if _, err := svc.runShared(ctx, "discovery", every, svc.discoveryPass); err != nil && ctx.Err() == nil {
+			svc.Log.Warn("discovery", "err", err)
+		}
 		ran, err := svc.runShared(ctx, "reconcile", every, func(ctx context.Context) error {
 			_, cerr := svc.runShared(ctx, "catchup", 0, svc.catchUpPass)
 			_, rerr := svc.Mirror.ReconcileAll(ctx, mirror.ReconcileOptions{})
@@ -181,6 +192,13 @@ func (svc *Service) reconcileLoop(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+// discoveryPass is the shared pass "discovery": Discover, whose result the
+// mirror logs.
+func (svc *Service) discoveryPass(ctx context.Context) error {
+	_, err := svc.Discover(ctx)
+	return err
 }
 
 func (svc *Service) catchUpPass(ctx context.Context) error {

@@ -58,6 +58,10 @@ type Service struct {
 	noReconcile bool
 	replica     string // this process's name in the shared runs (coordinate.go)
 	now         func() time.Time
+	// started is closed once Serve's start-up passes (discovery, the
+	// catch-up) have run (Started).
+	started     chan struct{}
+	startedOnce sync.Once
 }
 
 // Options adjust a build for the demo and tests.
@@ -91,7 +95,8 @@ func Build(ctx context.Context, s *config.Settings, log *slog.Logger, o Options)
 	if err != nil {
 		return nil, &config.Error{Msg: fmt.Sprintf("WARDEN_DATABASE: %v", err)}
 	}
-	svc := &Service{Settings: s, Log: log, DB: d, Registry: prometheus.NewRegistry(), sweepEvery: o.SweepInterval, noReconcile: o.NoReconcileLoop, now: o.Now}
+	svc := &Service{Settings: s, Log: log, DB: d, Registry: prometheus.NewRegistry(), sweepEvery: o.SweepInterval, noReconcile: o.NoReconcileLoop, now: o.Now,
+		started: make(chan struct{})}
 	if svc.sweepEvery <= 0 {
 		svc.sweepEvery = 15 * time.Second
 	}
@@ -142,7 +147,7 @@ func Build(ctx context.Context, s *config.Settings, log *slog.Logger, o Options)
 		svc.Close()
 		return nil, fmt.Errorf("open the report comments: %w", err)
 	}
-	reports.Now, reports.Settings = o.Now, repoSettings
+	reports.Now, reports.Settings, reports.Trail = o.Now, repoSettings, st.Ledger
 	reports.StatusHint = "warden's status page (the operators' listener, GET /)"
 	svc.Mirror.Reports, svc.Mirror.SettingsStore = reports, settingsStore
 	dashboards, err := mirror.OpenDashboards(st, svc.App, log)
@@ -308,6 +313,22 @@ func (svc *Service) CatchUp(ctx context.Context) (webhooks.CatchUpResult, error)
 	return webhooks.CatchUp(ctx, svc.App.AppClient(), svc.Inbox, svc.Router.Handles, webhooks.CatchUpOptions{
 		Now: svc.now, Log: svc.Log.With("component", "catchup")})
 }
+
+// Discover brings the repositories warden serves in step with the App's
+// installations on GitHub: it serves those it did not know (creating their
+// labels), and stops serving those removed from an installation and those
+// of installations suspended or gone (see mirror.Discover). Serve runs it at
+// start and every WARDEN_RECONCILE_INTERVAL, as a shared pass.
+func (svc *Service) Discover(ctx context.Context) (mirror.DiscoveryResult, error) {
+	return svc.Mirror.Discover(ctx, svc.App)
+}
+
+// Started is closed once Serve's start-up passes have run (discovery, then
+// the redelivery catch-up), whether they succeeded or not, or Serve ended
+// first: from then on warden serves what it found on GitHub.
+func (svc *Service) Started() <-chan struct{} { return svc.started }
+
+func (svc *Service) markStarted() { svc.startedOnce.Do(func() { close(svc.started) }) }
 
 func ignoreClosed(err error) error {
 	if errors.Is(err, http.ErrServerClosed) {
