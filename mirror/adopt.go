@@ -18,7 +18,8 @@ import (
 // had just been added: the item is made with the default tags, the issue's
 // whole comment history is read once into the trail (so its claim, outcome
 // and takeover markers count toward attempts exactly as if warden had
-// recorded them live), admission is decided from the label events, and a
+// recorded them live, and the item's fence continues above the highest
+// token they name), admission is decided from the label events, and a
 // parked label is judged by who added it.
 
 // newItemTags are the tags a new item gets: the item label's tag and the
@@ -47,6 +48,23 @@ func (m *Mirror) adopt(ctx context.Context, repo store.Repo, set gating.Settings
 		return "", err
 	} else if out != "" {
 		outs = append(outs, out)
+	}
+	// The trail's markers name the tokens workers held: the ledger, which
+	// has no grant log for them, continues above the highest.
+	recs, err := m.Ledger.TrailComments(ctx, repo.ID, id)
+	if err != nil {
+		return "", err
+	}
+	cs := make([]gating.TrailComment, len(recs))
+	for i, r := range recs {
+		cs[i] = r.TrailComment()
+	}
+	if f, _ := gating.TrailFence(id, cs); f > 0 {
+		if raised, err := m.Ledger.AdoptFence(ctx, repo.ID, n, f); err != nil {
+			return "", err
+		} else if raised {
+			outs = append(outs, fmt.Sprintf("fence raised to %d (the trail's highest)", f))
+		}
 	}
 	it, err := m.Ledger.Get(ctx, repo.ID, id)
 	if err != nil {

@@ -62,6 +62,9 @@ func (m *Mirror) HandleCheckSuite(ctx context.Context, ev Event) (string, error)
 			ours++
 		}
 	}
+	if ev.Action == "requested" {
+		ctx = withNewHead(ctx, p.CheckSuite.HeadSHA) // a new suite: no run of warden's on it yet
+	}
 	return m.recheckHead(ctx, ev, p.Repository.ID, p.CheckSuite.HeadSHA, ours)
 }
 

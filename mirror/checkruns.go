@@ -163,11 +163,30 @@ func (m *Mirror) cutFromDefault(ctx context.Context, repo store.Repo, epicBranch
 // the verdict's conclusion, title or summary changed. Nothing is written in
 // dry_run.
 func (m *Mirror) writeCheckRun(ctx context.Context, repo store.Repo, set gating.Settings, sha string, v gating.CheckVerdict) (string, error) {
-	sum := sha256.Sum256([]byte(v.Conclusion + "\x00" + v.Title + "\x00" + v.Summary))
-	hash := hex.EncodeToString(sum[:16])
+	hash := checkRunHash(v.Conclusion, v.Title, v.Summary)
 	old, err := m.Ledger.CheckRun(ctx, repo.ID, sha)
 	if err != nil {
 		return "", err
+	}
+	if old == nil && newHead(ctx) != sha && !set.DryRun {
+		// A head no delivery just brought (a pull request opened, pushed
+		// to, a check suite requested): with no record, warden's run may be
+		// on GitHub already (a new or restored database, a missed
+		// delivery). Adopt it, and rewrite it only if it says otherwise.
+		c, err := m.callsFor(repo)
+		if err != nil {
+			return "", err
+		}
+		id, written, err := m.findCheckRun(ctx, c, sha)
+		if err != nil {
+			return "", err
+		}
+		if id != 0 {
+			if err := m.Ledger.PutCheckRun(ctx, repo.ID, sha, store.CheckRunRecord{ID: id, WrittenHash: written}); err != nil {
+				return "", err
+			}
+			return m.writeCheckRun(ctx, repo, set, sha, v)
+		}
 	}
 	if old != nil && old.WrittenHash == hash {
 		return "", nil
@@ -197,7 +216,7 @@ func (m *Mirror) writeCheckRun(ctx context.Context, repo store.Repo, set gating.
 		// A create was under way when its writer stopped (a crash, a
 		// replica killed): the run may exist. Adopt it rather than make a
 		// second one.
-		id, err := m.findCheckRun(ctx, c, sha)
+		id, _, err := m.findCheckRun(ctx, c, sha)
 		if err != nil {
 			return "", err
 		}
@@ -230,27 +249,47 @@ func (m *Mirror) writeCheckRun(ctx context.Context, repo store.Repo, set gating.
 // was begun but not recorded (no real hash has this form).
 const checkRunCreating = "creating"
 
+// checkRunHash is what a check run's record keeps of what was written: a
+// digest of its conclusion, title and summary.
+func checkRunHash(conclusion, title, summary string) string {
+	sum := sha256.Sum256([]byte(conclusion + "\x00" + title + "\x00" + summary))
+	return hex.EncodeToString(sum[:16])
+}
+
+// newHeadKey marks a context handling a delivery that brought a new head
+// commit: its check run is created without looking on GitHub first (no run
+// can be there yet); any other head with no record is looked for first.
+type newHeadKey struct{}
+
+// withNewHead returns ctx for a delivery that brought head sha.
+func withNewHead(ctx context.Context, sha string) context.Context {
+	return context.WithValue(ctx, newHeadKey{}, sha)
+}
+
+// newHead is the new head ctx's delivery brought ("" for none).
+func newHead(ctx context.Context) string { v, _ := ctx.Value(newHeadKey{}).(string); return v }
+
 // findCheckRun returns the id of warden's `backlog` check run on sha, if
-// GitHub has one (0 if not): one read, filtered by name, matched to
-// warden's App by its slug. Without warden's identity it refuses rather
-// than risk a second run.
-func (m *Mirror) findCheckRun(ctx context.Context, c checkCalls, sha string) (int64, error) {
+// GitHub has one (0 if not), and the hash of what it says: one read,
+// filtered by name, matched to warden's App by its slug. Without warden's
+// identity it refuses rather than risk a second run.
+func (m *Mirror) findCheckRun(ctx context.Context, c checkCalls, sha string) (int64, string, error) {
 	bot := ""
 	if m.Bot != nil {
 		bot = m.Bot()
 	}
 	slug, ok := strings.CutSuffix(bot, "[bot]")
 	if !ok || slug == "" {
-		return 0, fmt.Errorf("find the check run on %s: warden's own App is not known yet", shortSHA(sha))
+		return 0, "", fmt.Errorf("find the check run on %s: warden's own App is not known yet", shortSHA(sha))
 	}
 	runs, err := c.checkRunsFor(ctx, sha, CheckRunName)
 	if err != nil {
-		return 0, fmt.Errorf("find the check run on %s: %w", shortSHA(sha), err)
+		return 0, "", fmt.Errorf("find the check run on %s: %w", shortSHA(sha), err)
 	}
 	for _, r := range runs {
 		if r.GetApp().GetSlug() == slug && r.GetName() == CheckRunName {
-			return r.GetID(), nil
+			return r.GetID(), checkRunHash(r.GetConclusion(), r.GetOutput().GetTitle(), r.GetOutput().GetSummary()), nil
 		}
 	}
-	return 0, nil
+	return 0, "", nil
 }

@@ -37,6 +37,7 @@ type checkStep struct {
 	before    func(e *env, f *fakeCalls)
 	head      string
 	dry       bool
+	newHead   bool // a delivery brought the head (no run can be on it yet)
 	wantOut   string
 	wantCalls []string
 }
@@ -54,18 +55,18 @@ func TestCheckRun(t *testing.T) {
 	}{{
 		name: "created once, updated when the verdict changes",
 		steps: []checkStep{
-			{name: "first", head: headA, wantOut: "check run on aaaaaaa created: neutral", wantCalls: []string{"createCheckRun aaaaaaa neutral"}},
+			{name: "first", newHead: true, head: headA, wantOut: "check run on aaaaaaa created: neutral", wantCalls: []string{"createCheckRun aaaaaaa neutral"}},
 			{name: "unchanged", head: headA, wantOut: "", wantCalls: nil},
 			{name: "claimed", before: claim, head: headA, wantOut: "check run on aaaaaaa: success", wantCalls: []string{"updateCheckRun 1001 success"}},
 			{name: "unchanged again", head: headA, wantOut: "", wantCalls: nil},
-			{name: "another head", before: func(e *env, _ *fakeCalls) { e.recordPR(10, headB) }, head: headB,
+			{name: "another head", before: func(e *env, _ *fakeCalls) { e.recordPR(10, headB) }, newHead: true, head: headB,
 				wantOut: "created: success", wantCalls: []string{"createCheckRun bbbbbbb success"}},
 		},
 		wantRuns: map[string][]string{headA: {"success"}, headB: {"success"}},
 	}, {
 		name: "a create whose answer was lost is adopted",
 		steps: []checkStep{
-			{name: "lost", before: func(_ *env, f *fakeCalls) { f.lost["createCheckRun"] = errors.New("timeout") }, head: headA,
+			{name: "lost", before: func(_ *env, f *fakeCalls) { f.lost["createCheckRun"] = errors.New("timeout") }, newHead: true, head: headA,
 				wantOut: "error: create the check run on aaaaaaa: timeout", wantCalls: []string{"createCheckRun aaaaaaa neutral"}},
 			{name: "adopted", before: func(_ *env, f *fakeCalls) { delete(f.lost, "createCheckRun") }, head: headA,
 				wantOut: "check run on aaaaaaa: neutral", wantCalls: []string{"checkRunsFor aaaaaaa backlog", "updateCheckRun 1001 neutral"}},
@@ -75,7 +76,7 @@ func TestCheckRun(t *testing.T) {
 	}, {
 		name: "a run gone from GitHub is made anew",
 		steps: []checkStep{
-			{name: "first", head: headA, wantOut: "created: neutral", wantCalls: []string{"createCheckRun aaaaaaa neutral"}},
+			{name: "first", newHead: true, head: headA, wantOut: "created: neutral", wantCalls: []string{"createCheckRun aaaaaaa neutral"}},
 			{name: "gone", before: func(e *env, f *fakeCalls) { f.runs = map[string][]*github.CheckRun{}; claim(e, f) }, head: headA,
 				wantOut: "created: success", wantCalls: []string{"updateCheckRun 1001 success", "createCheckRun aaaaaaa success"}},
 		},
@@ -83,9 +84,28 @@ func TestCheckRun(t *testing.T) {
 	}, {
 		name: "a commit GitHub does not know",
 		steps: []checkStep{
-			{name: "unknown", before: func(_ *env, f *fakeCalls) { f.fail["createCheckRun"] = errUnprocessable }, head: headA,
+			{name: "unknown", before: func(_ *env, f *fakeCalls) { f.fail["createCheckRun"] = errUnprocessable }, newHead: true, head: headA,
 				wantOut: "commit unknown to GitHub", wantCalls: []string{"createCheckRun aaaaaaa neutral"}},
 		},
+	}, {
+		name: "a head no delivery brought is looked for first",
+		steps: []checkStep{
+			{name: "none on GitHub", head: headA, wantOut: "created: neutral",
+				wantCalls: []string{"checkRunsFor aaaaaaa backlog", "createCheckRun aaaaaaa neutral"}},
+			{name: "recorded now", head: headA, wantOut: "", wantCalls: nil},
+		},
+		wantRuns: map[string][]string{headA: {"neutral"}},
+	}, {
+		name: "a run warden made before its record was lost is adopted",
+		steps: []checkStep{
+			{name: "adopted, rewritten only where it differs", before: func(_ *env, f *fakeCalls) {
+				f.runs[headA] = []*github.CheckRun{{ID: github.Int64(77), Name: github.String(CheckRunName), HeadSHA: github.String(headA),
+					Status: github.String("completed"), Conclusion: github.String("success"), App: &github.App{Slug: github.String("warden")},
+					Output: &github.CheckRunOutput{Title: github.String("an older verdict"), Summary: github.String("")}}}
+			}, head: headA, wantOut: "check run on aaaaaaa: neutral", wantCalls: []string{"checkRunsFor aaaaaaa backlog", "updateCheckRun 77 neutral"}},
+			{name: "unchanged", head: headA, wantOut: "", wantCalls: nil},
+		},
+		wantRuns: map[string][]string{headA: {"neutral"}},
 	}, {
 		name: "dry run writes nothing",
 		steps: []checkStep{
@@ -118,7 +138,11 @@ func TestCheckRun(t *testing.T) {
 				f.mu.Lock()
 				f.log = nil
 				f.mu.Unlock()
-				out, err := m.checkHead(e.ctx, e.repoRow(), s.head)
+				ctx := e.ctx
+				if s.newHead {
+					ctx = withNewHead(ctx, s.head)
+				}
+				out, err := m.checkHead(ctx, e.repoRow(), s.head)
 				if err != nil {
 					out = "error: " + err.Error()
 				}

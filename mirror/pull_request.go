@@ -47,7 +47,11 @@ func (m *Mirror) HandlePullRequest(ctx context.Context, ev Event) (string, error
 	if !applied {
 		outs = append(outs, "older than recorded")
 	}
-	out, err := m.checkHead(ctx, repo, rec.HeadSHA)
+	hctx := ctx
+	if ev.Action == "opened" || ev.Action == "synchronize" {
+		hctx = withNewHead(ctx, rec.HeadSHA) // a head no run can be on yet
+	}
+	out, err := m.checkHead(hctx, repo, rec.HeadSHA)
 	if err != nil {
 		return "", err
 	}

@@ -384,6 +384,14 @@ func (l *Ledger) Status(ctx context.Context, repoID int64, id gating.ItemID) (Cl
 			if ev, _, err = evidenceOf(ctx, tx, repoID, n, it.Fence.Token); err != nil {
 				return err
 			}
+			if it.Grant == nil {
+				// A fence adopted from the trail: its marker names the holder.
+				trail, err := trailOf(ctx, tx, repoID, n)
+				if err != nil {
+					return err
+				}
+				it.Grant = trailHolder(id, it.Fence, trail)
+			}
 		}
 		st = l.status(id, it, ev)
 		return nil
@@ -423,4 +431,51 @@ func (l *Ledger) status(id gating.ItemID, it *Item, evidenceMs int64) ClaimStatu
 		st.LeaseExpiresAtUtc = &exp
 	}
 	return st
+}
+
+// AdoptFence lifts item n's fencing high-water marks (the fence and the
+// released fence) to at least fence, when a ledger that lost its grant log
+// (a new database, a restore) learns from the comment trail that a token
+// that high was held: no token a worker ever held is issued again, and a
+// claim the ledger cannot see is taken as ended (its holder's renew is
+// refused: fail closed). No grant is made up: the trail's markers stand for
+// the custody before the grant log began (trailHolder names the last
+// holder). It never lowers the marks, and reports whether it changed
+// anything.
+func (l *Ledger) AdoptFence(ctx context.Context, repoID int64, n int, fence int64) (bool, error) {
+	if fence <= 0 {
+		return false, nil
+	}
+	res, err := l.db.Write.ExecContext(ctx, `UPDATE ledger_items SET
+		released = CASE WHEN released < $3 THEN $3 ELSE released END,
+		fence = CASE WHEN fence < $3 THEN $3 ELSE fence END
+		WHERE repo_id = $1 AND number = $2 AND (fence < $3 OR released < $3)`, repoID, n, fence)
+	if err != nil {
+		return false, fmt.Errorf("adopt fence %d of #%d: %w", fence, n, err)
+	}
+	k, err := res.RowsAffected()
+	if err != nil {
+		return false, fmt.Errorf("adopt fence %d of #%d: %w", fence, n, err)
+	}
+	return k > 0, nil
+}
+
+// trailHolder stands in for the grant of an item's fence that the grant
+// log lacks (the fence was adopted from the trail): the trusted claim
+// marker that announced that token, as a released grant (nil when no
+// marker did). It is read-only: the grant log itself is not written.
+func trailHolder(id gating.ItemID, f gating.Fence, trail []TrailRecord) *Grant {
+	if f.Token == 0 {
+		return nil
+	}
+	cs := make([]gating.TrailComment, len(trail))
+	for i, r := range trail {
+		cs[i] = r.TrailComment()
+	}
+	most, claim := gating.TrailFence(id, cs)
+	if claim == nil || most != f.Token {
+		return nil
+	}
+	at := claim.At
+	return &Grant{Fence: f.Token, Owner: claim.Owner, Region: claim.Region, GrantedAt: at, LeaseExpiresAt: at, ReleasedAt: &at}
 }

@@ -464,6 +464,9 @@ func (l *Ledger) loadSnapshot(ctx context.Context, q Querier, repo Repo, set gat
 		// An issue whose labels warden never saw is taken to carry the
 		// admission label: fail closed.
 		label, known := gated[n]
+		if it.Grant == nil {
+			it.Grant = trailHolder(it.ID, it.Fence, trails[n]) // a fence adopted from the trail
+		}
 		cand := gating.Candidate{
 			Item:              it.Snapshot(),
 			Claim:             claimView(it, evidence[n]),

@@ -147,16 +147,27 @@ func (l *Ledger) TrailComments(ctx context.Context, repoID int64, id gating.Item
 	if err != nil {
 		return nil, err
 	}
-	out := []TrailRecord{}
+	var out []TrailRecord
 	err = l.readTx(ctx, func(tx *sql.Tx) error {
-		return eachChunk(ctx, tx, repoID, []int{n}, trailSelect+` WHERE repo_id = $1`, "number", func(rows *sql.Rows) error {
-			_, r, err := scanTrail(rows)
-			out = append(out, r)
-			return err
-		})
+		out, err = trailOf(ctx, tx, repoID, n)
+		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("trail of %s: %w", id, err)
+	}
+	return out, nil
+}
+
+// trailOf reads item n's trail in q, in the trail's order.
+func trailOf(ctx context.Context, q Querier, repoID int64, n int) ([]TrailRecord, error) {
+	out := []TrailRecord{}
+	err := eachChunk(ctx, q, repoID, []int{n}, trailSelect+` WHERE repo_id = $1`, "number", func(rows *sql.Rows) error {
+		_, r, err := scanTrail(rows)
+		out = append(out, r)
+		return err
+	})
+	if err != nil {
+		return nil, err
 	}
 	sortTrail(out)
 	return out, nil
