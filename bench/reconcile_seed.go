@@ -40,8 +40,9 @@ func (r *rcEnv) seed() error {
 		if err := every(i); err != nil {
 			return err
 		}
-		if cfg.Plain > 0 && i%(cfg.Items/cfg.Plain) == 0 {
-			if _, err := r.rita.OpenIssue(e.Repo, fmt.Sprintf("Question %d", i), "How do I run this?"); err != nil {
+		// The other issues spread evenly among the items, however many.
+		for k := i * cfg.Plain / cfg.Items; k < (i+1)*cfg.Plain/cfg.Items; k++ {
+			if _, err := r.rita.OpenIssue(e.Repo, fmt.Sprintf("Question %d", k), "How do I run this?"); err != nil {
 				return err
 			}
 		}

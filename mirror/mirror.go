@@ -5,11 +5,12 @@
 // labelevents.go), who is who (people.go), the parking ladder (park.go),
 // the /backlog commands (commands.go), the check run (checkruns.go), the
 // anchors (anchors.go, anchorpush.go), the settling of one item
-// (settle.go), the reconcile (reconcile*.go, divergences.go, backfill.go),
-// the report comment (reports*.go), the dashboard (dashboard*.go) and the
-// settings loader (settings*.go). Every rule it applies is gating's and
-// every table is the store's (mirror/store); this package reads GitHub,
-// writes to it and sequences.
+// (settle.go), the reconcile (reconcile*.go, divergences.go, backfill.go,
+// and adopt.go for what the census finds warden never saw), the discovery
+// of installations (discover.go), the report comment (reports*.go), the
+// dashboard (dashboard*.go) and the settings loader (settings*.go). Every
+// rule it applies is gating's and every table is the store's
+// (mirror/store); this package reads GitHub, writes to it and sequences.
 package mirror
 
 import (

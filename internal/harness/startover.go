@@ -59,6 +59,11 @@ func (e *Env) StartOver(ctx context.Context, name string) error {
 		return fmt.Errorf("start over: warden did not start: %w", err)
 	}
 	e.Sim.SetWebhook(e.PublicURL+"/webhooks", Secret)
+	select {
+	case <-svc.Started(): // its start-up passes (discovery, the catch-up) have run
+	case <-ctx.Done():
+		return fmt.Errorf("start over: warden's start-up passes: %w", ctx.Err())
+	}
 	return nil
 }
 
