@@ -99,16 +99,6 @@ func (m *Mirror) HandleIssues(ctx context.Context, ev Event) (string, error) {
 		return "", err
 	}
 	set := m.settings(ctx, repo)
-	if (ev.Action == "labeled" || ev.Action == "unlabeled") && p.Label != nil && strings.EqualFold(p.Label.Name, set.ItemLabel) {
-		// The item label's own act is newer than any payload of the same
-		// second (GitHub's updated_at has one-second resolution): a late
-		// or redelivered payload from before it must not undo it, since
-		// the ready set offers no item whose issue lacks the label.
-		at, _ := parseGHTime(p.Issue.UpdatedAt)
-		if err := m.Ledger.NoteLabel(ctx, repo.ID, p.Issue.Number, set.ItemLabel, ev.Action == "labeled", at); err != nil {
-			return "", err
-		}
-	}
 	makesItem := (ev.Action == "opened" || ev.Action == "reopened" || ev.Action == "transferred") && p.hasLabel(set.ItemLabel) ||
 		ev.Action == "labeled" && p.Label != nil && strings.EqualFold(p.Label.Name, set.ItemLabel)
 	id := gating.IDFor(p.Issue.Number)

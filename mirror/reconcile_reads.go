@@ -120,10 +120,19 @@ func (p *pass) readIssues(ctx context.Context, page int, _ int64) (int, error) {
 			for _, l := range is.Labels {
 				st.Labels = append(st.Labels, l.GetName())
 			}
-			if _, err := p.m.Ledger.RecordIssueStateRead(ctx, p.repo.ID, n, st, read); err != nil {
+			changed, err := p.m.Ledger.RecordIssueStateRead(ctx, p.repo.ID, n, st, read)
+			if err != nil {
 				return opt.Page, err
 			}
-			if items[n] || !store.HasLabel(st.Labels, p.set.ItemLabel) {
+			if items[n] {
+				if changed && !p.dry {
+					if err := p.itemLabelSeen(ctx, n, st, is.GetUpdatedAt().UTC()); err != nil {
+						return opt.Page, err
+					}
+				}
+				continue
+			}
+			if !store.HasLabel(st.Labels, p.set.ItemLabel) {
 				continue
 			}
 			if err := p.spend(); err != nil {
@@ -147,6 +156,19 @@ func (p *pass) readIssues(ctx context.Context, page int, _ int64) (int, error) {
 		}
 		opt.Page = resp.NextPage
 	}
+}
+
+// itemLabelSeen records what the census read of an item's item label: an
+// issue that lost it left the backlog (item-label-removed: the item is not
+// offered, and stays in the ledger); one that carries it again is back.
+func (p *pass) itemLabelSeen(ctx context.Context, n int, st store.IssueState, updated time.Time) error {
+	if store.HasLabel(st.Labels, p.set.ItemLabel) {
+		return p.m.Acts.CloseLabelFinding(ctx, p.repo.ID, n, CodeItemLabelRemoved)
+	}
+	detail := fmt.Sprintf("the census read #%d without the item label %s; the item stays in the ledger (forgetting an item is explicit: DELETE /items/%s, or add the label back)",
+		n, p.set.ItemLabel, gating.IDFor(n))
+	_, err := p.m.Acts.NoteLabelFinding(ctx, p.repo.ID, n, CodeItemLabelRemoved, "", detail, "census:"+updated.Format(time.RFC3339), updated)
+	return err
 }
 
 // readPull reads one pull request the census listed and warden has not

@@ -83,7 +83,7 @@ type Reports struct {
 // ownComments finds the newest comment warden itself made on an issue
 // whose text begins with a prefix (store.Ledger.OwnComment).
 type ownComments interface {
-	OwnComment(ctx context.Context, repoID int64, n int, prefix string) (int64, error)
+	OwnComment(ctx context.Context, repoID int64, n int, prefix string) (int64, string, error)
 }
 
 // OpenReports returns the publisher over the store's report rows.

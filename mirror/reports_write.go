@@ -68,9 +68,12 @@ func (r *Reports) post(ctx context.Context, p *reportWrite) (int64, string, erro
 	if p.commentID == 0 && p.lookSince.IsZero() && r.Trail != nil {
 		// No row names a comment: a database that is new or was restored
 		// may not know the one warden made. The trail does.
-		found, err := r.Trail.OwnComment(ctx, p.repo.ID, p.number, gating.ReportPrefix)
+		found, text, err := r.Trail.OwnComment(ctx, p.repo.ID, p.number, gating.ReportPrefix)
 		if err != nil {
 			return 0, "", err
+		}
+		if found != 0 && text == body {
+			return found, ReportEdited, nil // it says this already
 		}
 		if found != 0 {
 			_, _, err := client.Issues.EditComment(ctx, owner, name, found, &github.IssueComment{Body: &body})

@@ -488,12 +488,12 @@ func (l *Ledger) loadSnapshot(ctx context.Context, q Querier, repo Repo, set gat
 			}
 		}
 		cand.Findings = append(cand.Findings, labelFindings[n]...)
-		if unlabeled[n] {
+		// Out of the backlog: the issue lacks the item label as recorded,
+		// and a removal of it is on record (a person's act a delivery
+		// showed, or what the census read). A payload of the same second
+		// as a re-labelling, handled late, shows no such act.
+		if unlabeled[n] && slices.ContainsFunc(labelFindings[n], func(d gating.Defect) bool { return d.Code == gating.ExItemLabelRemoved }) {
 			cand.ItemLabelRemoved = true
-			if !slices.ContainsFunc(cand.Findings, func(d gating.Defect) bool { return d.Code == gating.ExItemLabelRemoved }) {
-				cand.Findings = append(cand.Findings, gating.Defect{Code: gating.ExItemLabelRemoved, Item: it.ID,
-					Detail: "the issue no longer carries the item label " + set.ItemLabel + ": the item is not offered, and stays in the ledger"})
-			}
 		}
 		if st, ds := currentAnchorFindings(it, repo.DefaultBranch, anchors[n]); len(st) > 0 {
 			rs.StaleAnchors[it.ID] = st

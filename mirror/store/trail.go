@@ -201,28 +201,29 @@ type trailExtra struct {
 }
 
 // OwnComment is the newest comment warden itself made on issue n whose
-// current text begins with prefix, as the trail recorded it (0: none): a
-// report comment a database that was lost or replaced no longer names is
-// found here, so it is edited rather than posted a second time.
-func (l *Ledger) OwnComment(ctx context.Context, repoID int64, n int, prefix string) (int64, error) {
+// current text begins with prefix, as the trail recorded it (0: none), and
+// that text: a report comment a database that was lost or replaced no
+// longer names is found here, so it is edited (when it says something
+// else) rather than posted a second time.
+func (l *Ledger) OwnComment(ctx context.Context, repoID int64, n int, prefix string) (int64, string, error) {
 	rows, err := l.db.Read.QueryContext(ctx, `SELECT comment_id, current_body FROM trail_comments
 		WHERE repo_id = $1 AND number = $2 AND is_warden = 1 AND deleted = 0 ORDER BY created_at DESC, comment_id DESC`, repoID, n)
 	if err != nil {
-		return 0, fmt.Errorf("warden's own comments on #%d: %w", n, err)
+		return 0, "", fmt.Errorf("warden's own comments on #%d: %w", n, err)
 	}
 	defer rows.Close()
 	for rows.Next() {
 		var id int64
 		var body string
 		if err := rows.Scan(&id, &body); err != nil {
-			return 0, fmt.Errorf("warden's own comments on #%d: %w", n, err)
+			return 0, "", fmt.Errorf("warden's own comments on #%d: %w", n, err)
 		}
 		if strings.HasPrefix(body, prefix) {
-			return id, nil
+			return id, body, nil
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return 0, fmt.Errorf("warden's own comments on #%d: %w", n, err)
+		return 0, "", fmt.Errorf("warden's own comments on #%d: %w", n, err)
 	}
-	return 0, nil
+	return 0, "", nil
 }
