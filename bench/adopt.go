@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strings"
 
@@ -27,6 +28,26 @@ import (
 // merged pull request (the census finds it; the open ones are listed by the
 // pulls phase, 100 a page). Above it: the check-run lookups of the open
 // heads, the green-PR reads, and the report comments' edits.
+func benchAdoptSection(ctx context.Context, quick bool) ([]Figure, error) {
+	cfg := rcConfig{Items: 300, Plain: 600, PRs: 50, Merged: 50}
+	if quick {
+		cfg = rcConfig{Items: 30, Plain: 60, PRs: 5, Merged: 5}
+	}
+	a, err := newRCEnv(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	defer a.e.Close()
+	if p, err := a.pass("live: first pass", 1<<20); err != nil {
+		return nil, err
+	} else if !p.Result.Complete {
+		return nil, fmt.Errorf("adopt: the live warden's pass did not complete: %s", p.Result.Stopped)
+	}
+	return benchAdopt(a)
+}
+
+// benchAdopt starts a warden over on an empty database in r and measures
+// its passes until the backlog is adopted, then the next quiet pass.
 func benchAdopt(r *rcEnv) ([]Figure, error) {
 	const sec = "adopt"
 	cfg := r.cfg

@@ -35,6 +35,7 @@ func main() {
 	quick := flag.Bool("quick", false, "a short smoke run (seconds), for CI")
 	out := flag.String("json", "", "also write the figures as JSON to this file")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile here")
+	only := flag.String("only", "", "run one section: ingest, ledger, postgres, ready, apicalls, reconcile or adopt")
 	pgURL := flag.String("postgres", os.Getenv(postgresEnv), "a postgres:// URL for the PostgreSQL sections (default $"+postgresEnv+")")
 	flag.Parse()
 	if *cpuprofile != "" {
@@ -51,46 +52,48 @@ func main() {
 	if *quick {
 		cfg = ingestConfig{Deliveries: 500, Rounds: 1, Clients: 16, PayloadBytes: 10 << 10, Rate: 200, RateFor: 500 * time.Millisecond}
 	}
-	var figs []Figure
-	f, err := benchIngest(ctx, cfg)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench: ingest:", err)
-		os.Exit(1)
-	}
-	figs = append(figs, f...)
 	cycles, readyRuns := 1000, 5
 	if *quick {
 		cycles, readyRuns = 50, 1
 	}
-	lf, err := benchLedger(ctx, cycles)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench: ledger:", err)
-		os.Exit(1)
+	sections := []struct {
+		name string
+		run  func() ([]Figure, error)
+	}{
+		{"ingest", func() ([]Figure, error) { return benchIngest(ctx, cfg) }},
+		{"ledger", func() ([]Figure, error) { return benchLedger(ctx, cycles) }},
+		{"postgres", func() ([]Figure, error) {
+			if *pgURL == "" {
+				fmt.Fprintln(os.Stderr, "bench: PostgreSQL sections skipped: pass -postgres postgres://... or set "+postgresEnv+" to run them")
+				return nil, nil
+			}
+			return benchPostgres(ctx, *pgURL, cfg, cycles)
+		}},
+		{"ready", func() ([]Figure, error) { return benchReady(10000, 20000, readyRuns), nil }},
+		{"apicalls", func() ([]Figure, error) { return benchAPICalls(ctx, *quick) }},
+		{"reconcile", func() ([]Figure, error) { return benchReconcile(ctx, *quick) }},
+		{"adopt", func() ([]Figure, error) { return benchAdoptSection(ctx, *quick) }},
 	}
-	figs = append(figs, lf...)
-	if *pgURL == "" {
-		fmt.Fprintln(os.Stderr, "bench: PostgreSQL sections skipped: pass -postgres postgres://... or set "+postgresEnv+" to run them")
-	} else {
-		pf, err := benchPostgres(ctx, *pgURL, cfg, cycles)
+	known := false
+	for _, sec := range sections {
+		known = known || *only == "" || *only == sec.name
+	}
+	if !known {
+		fmt.Fprintf(os.Stderr, "bench: -only %q names no section (ingest, ledger, postgres, ready, apicalls, reconcile, adopt)\n", *only)
+		os.Exit(2)
+	}
+	var figs []Figure
+	for _, sec := range sections {
+		if *only != "" && *only != sec.name {
+			continue
+		}
+		f, err := sec.run()
 		if err != nil {
-			fmt.Fprintln(os.Stderr, "bench: postgres:", err)
+			fmt.Fprintf(os.Stderr, "bench: %s: %v\n", sec.name, err)
 			os.Exit(1)
 		}
-		figs = append(figs, pf...)
+		figs = append(figs, f...)
 	}
-	figs = append(figs, benchReady(10000, 20000, readyRuns)...)
-	af, err := benchAPICalls(ctx, *quick)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench: api calls:", err)
-		os.Exit(1)
-	}
-	figs = append(figs, af...)
-	rf, err := benchReconcile(ctx, *quick)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench: reconcile:", err)
-		os.Exit(1)
-	}
-	figs = append(figs, rf...)
 	fmt.Printf("warden bench — %s, %d CPUs, %s\n\n", time.Now().UTC().Format("2006-01-02"), runtime.NumCPU(), runtime.Version())
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SECTION\tFIGURE\tVALUE\tWORKLOAD\tCEILING / AIM")

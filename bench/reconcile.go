@@ -164,27 +164,7 @@ func benchReconcile(ctx context.Context, quick bool) ([]Figure, error) {
 	r.print(runs, dflt)
 	figs := r.figures(runs, dflt, firstPasses)
 
-	// Adoption: a repository of 1,000 issues a live warden saw, then a
-	// warden on an empty database (adopt.go).
-	acfg := rcConfig{Items: 300, Plain: 600, PRs: 50, Merged: 50}
-	if quick {
-		acfg = rcConfig{Items: 30, Plain: 60, PRs: 5, Merged: 5}
-	}
-	a, err := newRCEnv(ctx, acfg)
-	if err != nil {
-		return nil, err
-	}
-	defer a.e.Close()
-	if p, err := a.pass("live: first pass", 1<<20); err != nil {
-		return nil, err
-	} else if !p.Result.Complete {
-		return nil, fmt.Errorf("adopt: the live warden's pass did not complete: %s", p.Result.Stopped)
-	}
-	af, err := benchAdopt(a)
-	if err != nil {
-		return nil, err
-	}
-	return append(figs, af...), nil
+	return figs, nil
 }
 
 // rcMainRun seeds an environment and runs the three passes with a budget
