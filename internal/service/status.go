@@ -64,6 +64,7 @@ a{color:#0550ae}
 <h2>{{.Name}}</h2>
 {{if .Err}}<p class="err">{{.Err}}</p>{{else}}{{with .Report.Summary}}<p class="summary"><span>{{.Items}} items</span><span>{{.Ready}} ready</span><span>{{.InFlight}} in flight</span><span>{{.Blocked}} blocked</span><span>{{.Stalled}} stalled</span><span>{{.Parked}} parked</span><span>{{.AwaitingAdmission}} awaiting admission</span><span>{{.Complete}} complete</span></p>{{end}}
 {{range .Alarms}}<p class="alarm">{{.}}</p>
+{{end}}{{if .Unadopted}}<p class="alarm">Adopting: {{.Unadopted}} issues that carry the item label are not items yet; the reconcile's census adopts them, pass by pass within its budget.</p>
 {{end}}
 <h3>In flight ({{len .Report.InFlight}})</h3>
 {{if .Report.InFlight}}<table><tr><th>item</th><th>holder</th><th>lease expires</th><th>branch</th><th>claim</th></tr>
@@ -125,6 +126,7 @@ type repoStatus struct {
 	Err         string
 	Report      gating.Report
 	Alarms      []string
+	Unadopted   int // labelled issues the census found and has not adopted yet
 	Titles      map[gating.ItemID]string
 	DeadLetters []webhooks.Record
 }
@@ -191,6 +193,9 @@ func (svc *Service) statusData(ctx context.Context) (statusData, error) {
 			st.Titles = make(map[gating.ItemID]string, len(rs.Items))
 			for id, it := range rs.Items {
 				st.Titles[id] = it.Title
+			}
+			if st.Unadopted, err = svc.Ledger.Unadopted(ctx, repo.ID, svc.Mirror.Settings(ctx, repo).ItemLabel); err != nil {
+				st.Err = "the adoption's progress could not be read: " + err.Error()
 			}
 		}
 		d.Repos = append(d.Repos, st)

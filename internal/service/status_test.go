@@ -169,3 +169,23 @@ func TestStatusPageShowsSharedPasses(t *testing.T) {
 		t.Error("no runs: the page does not say so")
 	}
 }
+
+// TestStatusPageShowsAdoption: a repository whose census found labelled
+// issues it has not adopted yet says how many; one with none says nothing.
+func TestStatusPageShowsAdoption(t *testing.T) {
+	d := fakeStatus()
+	d.Repos[0].Unadopted = 1234
+	var b strings.Builder
+	if err := renderStatus(&b, d); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	rockets := page[strings.Index(page, "<h2>acme/rockets</h2>"):]
+	rockets = rockets[:strings.Index(rockets, "</section>")]
+	if !strings.Contains(rockets, "Adopting: 1234 issues that carry the item label are not items yet") {
+		t.Errorf("the adoption's progress is not shown:\n%s", rockets)
+	}
+	if strings.Count(page, "Adopting:") != 1 {
+		t.Errorf("the adoption's progress shows for a repository with none to adopt")
+	}
+}
