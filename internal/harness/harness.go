@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -125,18 +124,9 @@ func Start(ctx context.Context, o Options) (*Env, error) {
 		return nil, err
 	}
 	e.Service = svc
-	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	e.cancel, e.stopped = cancel, make(chan error, 1)
-	ready := make(chan [2]net.Addr, 1)
-	go func() {
-		e.stopped <- svc.Serve(runCtx, s.Listen, s.AdminListen, func(p, a net.Addr) { ready <- [2]net.Addr{p, a} })
-	}()
-	select {
-	case a := <-ready:
-		e.PublicURL, e.AdminURL = "http://"+a[0].String(), "http://"+a[1].String()
-	case err := <-e.stopped:
+	if err := e.serve(ctx, s); err != nil {
 		e.Close()
-		return nil, fmt.Errorf("warden did not start: %w", err)
+		return nil, err
 	}
 	sim.SetWebhook(e.PublicURL+"/webhooks", Secret)
 	e.Inst = sim.Install(o.Owner, "installer")

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/service"
 	"github.com/wardenhq/warden/webhooks"
 )
@@ -46,17 +47,8 @@ func (e *Env) StartOver(ctx context.Context, name string) error {
 		return fmt.Errorf("start over: %w", err)
 	}
 	e.settings, e.Service = &s, svc
-	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	e.cancel, e.stopped = cancel, make(chan error, 1)
-	ready := make(chan [2]net.Addr, 1)
-	go func() {
-		e.stopped <- svc.Serve(runCtx, s.Listen, s.AdminListen, func(p, a net.Addr) { ready <- [2]net.Addr{p, a} })
-	}()
-	select {
-	case a := <-ready:
-		e.PublicURL, e.AdminURL = "http://"+a[0].String(), "http://"+a[1].String()
-	case err := <-e.stopped:
-		return fmt.Errorf("start over: warden did not start: %w", err)
+	if err := e.serve(ctx, &s); err != nil {
+		return fmt.Errorf("start over: %w", err)
 	}
 	e.Sim.SetWebhook(e.PublicURL+"/webhooks", Secret)
 	select {
@@ -76,5 +68,24 @@ func serviceOptions(o Options) service.Options {
 		GitHubRetryBase: 5 * time.Millisecond, GitHubMaxWait: 2 * time.Second, Now: o.Now,
 		SweepInterval: time.Hour, NoReconcileLoop: true,
 		DeliveryCalls: o.DeliveryCalls,
+	}
+}
+
+// serve runs e.Service on s's listeners until Close or StartOver stops it,
+// and returns once both listen.
+func (e *Env) serve(ctx context.Context, s *config.Settings) error {
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	e.cancel, e.stopped = cancel, make(chan error, 1)
+	ready := make(chan [2]net.Addr, 1)
+	svc := e.Service
+	go func() {
+		e.stopped <- svc.Serve(runCtx, s.Listen, s.AdminListen, func(p, a net.Addr) { ready <- [2]net.Addr{p, a} })
+	}()
+	select {
+	case a := <-ready:
+		e.PublicURL, e.AdminURL = "http://"+a[0].String(), "http://"+a[1].String()
+		return nil
+	case err := <-e.stopped:
+		return fmt.Errorf("warden did not start: %w", err)
 	}
 }
