@@ -49,22 +49,10 @@ func (m *Mirror) adopt(ctx context.Context, repo store.Repo, set gating.Settings
 	} else if out != "" {
 		outs = append(outs, out)
 	}
-	// The trail's markers name the tokens workers held: the ledger, which
-	// has no grant log for them, continues above the highest.
-	recs, err := m.Ledger.TrailComments(ctx, repo.ID, id)
-	if err != nil {
+	if out, err := m.adoptTrailFence(ctx, repo, n); err != nil {
 		return "", err
-	}
-	cs := make([]gating.TrailComment, len(recs))
-	for i, r := range recs {
-		cs[i] = r.TrailComment()
-	}
-	if f, _ := gating.TrailFence(id, cs); f > 0 {
-		if raised, err := m.Ledger.AdoptFence(ctx, repo.ID, n, f); err != nil {
-			return "", err
-		} else if raised {
-			outs = append(outs, fmt.Sprintf("fence raised to %d (the trail's highest)", f))
-		}
+	} else if out != "" {
+		outs = append(outs, out)
 	}
 	it, err := m.Ledger.Get(ctx, repo.ID, id)
 	if err != nil {
@@ -138,4 +126,29 @@ func (m *Mirror) adoptAdmission(ctx context.Context, repo store.Repo, set gating
 		return "", fmt.Errorf("gate %s: %w", it.ID, err)
 	}
 	return fmt.Sprintf("gated: no human admission on record, %s added", set.AdmissionLabel), nil
+}
+
+// adoptTrailFence raises item n's fence to the highest token its trail's
+// trusted markers name, when the ledger's grant log does not reach it (a
+// new database, a restore, missed deliveries): the ledger continues above
+// it, so no token a worker held is issued again.
+func (m *Mirror) adoptTrailFence(ctx context.Context, repo store.Repo, n int) (string, error) {
+	id := gating.IDFor(n)
+	recs, err := m.Ledger.TrailComments(ctx, repo.ID, id)
+	if err != nil {
+		return "", err
+	}
+	cs := make([]gating.TrailComment, len(recs))
+	for i, r := range recs {
+		cs[i] = r.TrailComment()
+	}
+	f, _ := gating.TrailFence(id, cs)
+	if f == 0 {
+		return "", nil
+	}
+	raised, err := m.Ledger.AdoptFence(ctx, repo.ID, n, f)
+	if err != nil || !raised {
+		return "", err
+	}
+	return fmt.Sprintf("fence raised to %d (the trail's highest)", f), nil
 }

@@ -23,15 +23,31 @@ func (m *Mirror) backfill(ctx context.Context, repo store.Repo, set gating.Setti
 	if err != nil || done {
 		return "", err
 	}
-	gc, err := m.callsFor(repo)
+	count, err := m.readComments(ctx, repo, n, time.Time{})
 	if err != nil {
 		return "", err
 	}
+	out := fmt.Sprintf("history of %s read: %d comments", gating.IDFor(n), count)
+	if err := m.Acts.MarkBackfilled(ctx, repo.ID, n, count, m.now()); err != nil {
+		return "", err
+	}
+	return out, nil
+}
+
+// readComments reads issue n's comments updated since since (zero: all of
+// them), paged, into the trail, as if each had been delivered (a comment
+// already edited is held to the text first seen), and returns how many it
+// read.
+func (m *Mirror) readComments(ctx context.Context, repo store.Repo, n int, since time.Time) (int, error) {
+	gc, err := m.callsFor(repo)
+	if err != nil {
+		return 0, err
+	}
 	count, page := 0, 0
 	for pages := 0; pages < maxBackfillPages; pages++ {
-		cs, next, err := gc.issueComments(ctx, n, time.Time{}, page)
+		cs, next, err := gc.issueComments(ctx, n, since, page)
 		if err != nil {
-			return "", fmt.Errorf("read the comments of %s#%d: %w", repo.FullName, n, err)
+			return 0, fmt.Errorf("read the comments of %s#%d: %w", repo.FullName, n, err)
 		}
 		for _, c := range cs {
 			created, updated := c.GetCreatedAt().UTC(), c.GetUpdatedAt().UTC()
@@ -45,7 +61,7 @@ func (m *Mirror) backfill(ctx context.Context, repo store.Repo, set gating.Setti
 			}
 			m.trustAuthor(ctx, repo, &r, strings.EqualFold(r.Author, m.botLogin()) && r.Author != "")
 			if _, err := m.Ledger.RecordTrailComment(ctx, repo.ID, n, r); err != nil {
-				return "", err
+				return 0, err
 			}
 			count++
 		}
@@ -54,11 +70,7 @@ func (m *Mirror) backfill(ctx context.Context, repo store.Repo, set gating.Setti
 		}
 		page = next
 	}
-	out := fmt.Sprintf("history of %s read: %d comments", gating.IDFor(n), count)
-	if err := m.Acts.MarkBackfilled(ctx, repo.ID, n, count, m.now()); err != nil {
-		return "", err
-	}
-	return out, nil
+	return count, nil
 }
 
 // repairAdmission settles admission-unrecorded (the admission label is off

@@ -59,8 +59,10 @@ type PassResult struct {
 	// Adopted is how many labelled issues this pass made items of;
 	// Unadopted how many the census has found and not adopted yet (a
 	// repository with a large backlog adopts across passes); PullsRead how
-	// many pull requests it read that warden had not recorded as they are.
-	Adopted, Unadopted, PullsRead int
+	// many pull requests it read that warden had not recorded as they are;
+	// TrailsRead how many items' comments it read again because their
+	// issue changed after what warden recorded (deliveries were missed).
+	Adopted, Unadopted, PullsRead, TrailsRead int
 }
 
 // errBudget stops a pass that would exceed its budget.

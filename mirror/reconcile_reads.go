@@ -95,6 +95,10 @@ func (p *pass) readIssues(ctx context.Context, page int, _ int64) (int, error) {
 	if err != nil {
 		return opt.Page, err
 	}
+	states, err := p.m.Ledger.IssuesUpdatedAt(ctx, p.repo.ID)
+	if err != nil {
+		return opt.Page, err
+	}
 	for {
 		if err := p.spend(); err != nil {
 			return opt.Page, err
@@ -115,6 +119,30 @@ func (p *pass) readIssues(ctx context.Context, page int, _ int64) (int, error) {
 					return opt.Page, err
 				}
 				continue
+			}
+			if at, ok := states[n]; ok && items[n] && is.GetUpdatedAt().UTC().Truncate(time.Second).After(at) {
+				// The item's issue changed after everything warden recorded
+				// of it: deliveries were missed (a restore, a downtime). Its
+				// comments since then go into the trail, so no attempt made
+				// meanwhile goes uncounted.
+				if err := p.spend(); err != nil {
+					return opt.Page, err
+				}
+				k, err := p.m.readComments(ctx, p.repo, n, at.Add(-sinceMargin))
+				if err != nil {
+					return opt.Page, err
+				}
+				p.res.TrailsRead++
+				if k > 0 {
+					p.res.Actions = append(p.res.Actions, fmt.Sprintf("%s: %d comments read that warden had missed", gating.IDFor(n), k))
+					out, err := p.m.adoptTrailFence(ctx, p.repo, n)
+					if err != nil {
+						return opt.Page, err
+					}
+					if out != "" {
+						p.res.Actions = append(p.res.Actions, string(gating.IDFor(n))+": "+out)
+					}
+				}
 			}
 			st := store.IssueState{State: is.GetState(), UpdatedAt: is.GetUpdatedAt().UTC(), Labels: make([]string, 0, len(is.Labels))}
 			for _, l := range is.Labels {

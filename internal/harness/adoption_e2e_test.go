@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestCensusAdoptsLabelledIssues: issues that carry the item label but
@@ -153,5 +154,53 @@ func TestCensusReadsMissedPullRequests(t *testing.T) {
 	}
 	if again := x.passFlush(t); again.PullsRead != 0 {
 		t.Errorf("a second pass read %d pull requests again, want 0", again.PullsRead)
+	}
+}
+
+// TestCensusReadsMissedComments: an item whose issue changed after all that
+// warden recorded of it (its deliveries missed, or a database restored from
+// an older backup) has its comments read again by the census: claim markers
+// for tokens this ledger never granted raise its fence, so the next claim
+// is granted a token above every one a worker held, and the markers the
+// grant log cannot back are reported, not silently dropped.
+func TestCensusReadsMissedComments(t *testing.T) {
+	t.Parallel()
+	x := newE2E(t)
+	x.MustSettle(t)
+	maria := x.Person("maria", "maintain")
+	x.Sim.SetRole(x.Repo, "builder[bot]", "write")
+	agent := x.Sim.As("builder[bot]")
+	is, err := maria.OpenIssue(x.Repo, "Worked on while warden was restored", "spec", lblItem)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := is.Number
+	x.MustSettle(t)
+	f := x.claimFor(t, WorkerToken, idOf(n), "worker-7/a", 600)
+	x.say(t, agent, n, x.marker(idOf(n), "worker-7/a", f))
+	x.MustSettle(t)
+	x.release(t, WorkerToken, idOf(n), f)
+	x.MustSettle(t)
+
+	// Tokens 2 and 3, held under a ledger this one does not have, a few
+	// seconds on (GitHub's updated_at has one-second resolution).
+	x.clk.Advance(3 * time.Second)
+	x.Sim.DropDeliveries(true)
+	x.say(t, agent, n, x.marker(idOf(n), "worker-7/b", 2))
+	x.say(t, agent, n, x.marker(idOf(n), "worker-7/c", 3))
+	x.MustSettle(t)
+	x.Sim.DropDeliveries(false)
+	r := x.passFlush(t)
+	if r.TrailsRead != 1 {
+		t.Errorf("the census read %d items' comments again, want 1 (actions %v)", r.TrailsRead, r.Actions)
+	}
+	if got := x.claimFor(t, WorkerToken, idOf(n), "worker-7/d", 600); got != 4 {
+		t.Errorf("the next claim was granted fence %d, want 4: above the tokens the trail shows held", got)
+	}
+	if x.apiFindings(t, x.mustReady(t), idOf(n), "unbacked-marker") == 0 {
+		t.Errorf("the markers the grant log cannot back are not reported: %+v", x.mustReady(t).Defects)
+	}
+	if again := x.passFlush(t); again.TrailsRead != 0 {
+		t.Errorf("a second pass read %d items' comments again, want 0", again.TrailsRead)
 	}
 }
