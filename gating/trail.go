@@ -85,10 +85,12 @@ type TrailInput struct {
 	// Grants is the grant log, maintenance claims included; empty when the
 	// issue's history predates the ledger.
 	Grants []GrantEntry
-	// Fence is the record's fencing high-water mark. It is consulted only
-	// when Grants is empty (a fence imported with an item whose history
-	// predates the ledger); with a grant log, the fences below its first
-	// grant are that history.
+	// Fence is the record's fencing high-water mark. With no grant log it
+	// is a fence imported with an item whose history predates the ledger;
+	// with one, the fences below its first grant are that history, and the
+	// fences up to Fence the log has no grant for are claims a lost ledger
+	// granted (a ledger restored from an older backup raised its fence to
+	// the trail's highest token; a ledger that kept its log has no gaps).
 	Fence int64
 	// LedgerSince is when the ledger began keeping this item's grant log:
 	// a claim or outcome marker posted before it with no grant behind it is
@@ -383,9 +385,27 @@ func (e *trlEval) buildCustody() {
 	for i := range e.grants {
 		byFence[e.grants[i].Fence] = i
 	}
+	// The log's gaps: fences above its first grant, up to the record's
+	// fence, that it has no grant for. Fences are issued one by one and
+	// every grant is kept, so a gap is a claim a lost ledger granted (a
+	// restore from an older backup): its marker stands for it.
+	var gaps int64
+	inGap := func(f int64) bool {
+		_, granted := byFence[f]
+		return hasLog && f > preFence+1 && f <= e.in.Fence && !granted
+	}
+	if hasLog && e.in.Fence > preFence+1 {
+		gaps = e.in.Fence - preFence - 1 // the fences above the first grant, up to the record's
+		for f := range byFence {
+			if f > preFence+1 && f <= e.in.Fence {
+				gaps--
+			}
+		}
+	}
 
-	// Claims before the ledger: one record per distinct (owner, fence).
-	var pre []*trlEntry
+	// Claims before the ledger (and after its log): one record per
+	// distinct (owner, fence).
+	var pre, post []*trlEntry
 	preKey := map[[2]string]*trlEntry{}
 	var grantMarks = make([][]*trlMark, len(e.grants))
 	for _, mk := range e.marks {
@@ -411,6 +431,17 @@ func (e *trlEval) buildCustody() {
 			en := &trlEntry{owner: m.Owner, fence: m.Fence, at: mk.c.CreatedAt, marker: mk}
 			preKey[k] = en
 			pre = append(pre, en)
+			continue
+		}
+		if inGap(m.Fence) && !preLedger(mk) {
+			k := [2]string{m.Owner, strconv.FormatInt(m.Fence, 10)}
+			if en, ok := preKey[k]; ok {
+				e.sameGrant(en, mk)
+				continue
+			}
+			en := &trlEntry{owner: m.Owner, fence: m.Fence, at: mk.c.CreatedAt, marker: mk}
+			preKey[k] = en
+			post = append(post, en)
 			continue
 		}
 		e.report(CodeUnbackedMarker, m.Fence, fmt.Sprintf("claim marker %s (comment %d by %s) has no grant behind it: %s; it does not count",
@@ -441,6 +472,19 @@ func (e *trlEval) buildCustody() {
 		}
 		e.entries = append(e.entries, en)
 	}
+	// The log's gaps: claims a lost ledger granted, each evidenced by its
+	// marker; gaps without one are reported, and count once.
+	if gaps > 0 {
+		if missing := gaps - int64(len(post)); missing > 0 {
+			if len(post) == 0 {
+				e.entries = append(e.entries, &trlEntry{unknown: true, fence: e.in.Fence})
+			}
+			e.report(CodeClaimedUnmarked, e.in.Fence, fmt.Sprintf("the grant log lacks %d fence(s) up to %d (a ledger restored from an older backup), and the trail has claim markers for %d of them: the rest are counted as one",
+				gaps, e.in.Fence, len(post)))
+		}
+		e.entries = append(e.entries, post...)
+		slices.SortStableFunc(e.entries, func(a, b *trlEntry) int { return cmp.Compare(a.fence, b.fence) })
+	}
 	for i, en := range e.entries {
 		if en.marker != nil {
 			en.marker.entry = i
@@ -466,6 +510,19 @@ func (e *trlEval) buildCustody() {
 			best := -1
 			for i, en := range e.entries {
 				if en.grant == nil && !en.unknown && en.owner == m.Owner && en.fence <= m.Fence && en.marker.idx < mk.idx {
+					best = i
+				}
+			}
+			if best >= 0 {
+				e.attach(mk, func(en *trlEntry) bool { return en == e.entries[best] })
+				continue
+			}
+		}
+		if inGap(m.Fence) && !preLedger(mk) {
+			// A claim a lost ledger granted: the outcome names its fence.
+			best := -1
+			for i, en := range e.entries {
+				if en.grant == nil && !en.unknown && en.owner == m.Owner && en.fence == m.Fence && en.marker.idx < mk.idx {
 					best = i
 				}
 			}

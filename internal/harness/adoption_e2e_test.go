@@ -1,6 +1,7 @@
 package harness
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -159,10 +160,10 @@ func TestCensusReadsMissedPullRequests(t *testing.T) {
 
 // TestCensusReadsMissedComments: an item whose issue changed after all that
 // warden recorded of it (its deliveries missed, or a database restored from
-// an older backup) has its comments read again by the census: claim markers
-// for tokens this ledger never granted raise its fence, so the next claim
-// is granted a token above every one a worker held, and the markers the
-// grant log cannot back are reported, not silently dropped.
+// an older backup) has its comments read again by the census: the claims a
+// lost ledger granted count from their markers (the attempts reach the
+// poison threshold and the item is parked), and the fence rises above every
+// token a worker held, so the next one (the park's maintenance claim) is 4.
 func TestCensusReadsMissedComments(t *testing.T) {
 	t.Parallel()
 	x := newE2E(t)
@@ -186,19 +187,30 @@ func TestCensusReadsMissedComments(t *testing.T) {
 	// seconds on (GitHub's updated_at has one-second resolution).
 	x.clk.Advance(3 * time.Second)
 	x.Sim.DropDeliveries(true)
-	x.say(t, agent, n, x.marker(idOf(n), "worker-7/b", 2))
-	x.say(t, agent, n, x.marker(idOf(n), "worker-7/c", 3))
+	for _, c := range []struct {
+		owner string
+		fence int64
+	}{{"worker-7/b", 2}, {"worker-7/c", 3}} {
+		x.say(t, agent, n, x.marker(idOf(n), c.owner, c.fence))
+		x.say(t, agent, n, fmt.Sprintf("<!-- backlog-worker: outcome item=%s owner=%s fence=%d result=released -->", idOf(n), c.owner, c.fence))
+	}
 	x.MustSettle(t)
 	x.Sim.DropDeliveries(false)
 	r := x.passFlush(t)
+	x.MustSweep(t)
+	x.MustSettle(t)
 	if r.TrailsRead != 1 {
 		t.Errorf("the census read %d items' comments again, want 1 (actions %v)", r.TrailsRead, r.Actions)
 	}
-	if got := x.claimFor(t, WorkerToken, idOf(n), "worker-7/d", 600); got != 4 {
-		t.Errorf("the next claim was granted fence %d, want 4: above the tokens the trail shows held", got)
+	it, _ := x.item(t, idOf(n))
+	if it.Attempts != 3 || !it.has("state:parked") {
+		t.Errorf("%s after the census: %d attempts, tags %v; want 3 (one granted here, two by the lost ledger) and a poison park", idOf(n), it.Attempts, it.Tags)
 	}
-	if x.apiFindings(t, x.mustReady(t), idOf(n), "unbacked-marker") == 0 {
-		t.Errorf("the markers the grant log cannot back are not reported: %+v", x.mustReady(t).Defects)
+	if it.Claim.FencingToken == nil || *it.Claim.FencingToken != 4 {
+		t.Errorf("%s: the park's maintenance claim holds fence %v, want 4: above the tokens the trail shows held", idOf(n), it.Claim.FencingToken)
+	}
+	if k := x.apiFindings(t, x.mustReady(t), idOf(n), "unbacked-marker"); k != 0 {
+		t.Errorf("the lost ledger's markers are reported unbacked %d times: %+v", k, x.mustReady(t).Defects)
 	}
 	if again := x.passFlush(t); again.TrailsRead != 0 {
 		t.Errorf("a second pass read %d items' comments again, want 0", again.TrailsRead)
