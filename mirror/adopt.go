@@ -30,12 +30,20 @@ func (m *Mirror) newItemTags(repo store.Repo, set gating.Settings) []string {
 }
 
 // adopt makes an item of issue is (it carries the item label and is not an
-// item) and settles its trail, admission and park. Each step is idempotent:
-// a pass stopped half-way (its budget spent, an error) is finished by the
-// next, and the census does not adopt an issue that is an item already.
+// item) and settles its trail, admission and park. The history is read
+// first and the item made after it, so a read that fails (a GitHub error,
+// the budget) leaves no item and the next census adopts it whole; each
+// later step is idempotent, and a failure among them fails closed (no
+// admission on record: the item awaits one, and the settle repairs it).
 func (m *Mirror) adopt(ctx context.Context, repo store.Repo, set gating.Settings, is *github.Issue) (string, error) {
 	n := is.GetNumber()
 	id := gating.IDFor(n)
+	var outs []string
+	if out, err := m.backfill(ctx, repo, set, n); err != nil {
+		return "", err
+	} else if out != "" {
+		outs = append(outs, out)
+	}
 	in := store.NewItem{Number: n, Title: is.GetTitle(), Author: is.GetUser().GetLogin(),
 		Body:       ResumeBody(n, is.GetHTMLURL(), nil),
 		Provenance: "github: adopted by the reconcile (the issue carried " + set.ItemLabel + ")",
@@ -43,12 +51,7 @@ func (m *Mirror) adopt(ctx context.Context, repo store.Repo, set gating.Settings
 	if _, err := m.Ledger.Create(ctx, repo.ID, in, store.Actor{Role: gating.RoleWarden, Name: "warden"}, store.WriteOptions{}); err != nil && !errors.Is(err, store.ErrExists) {
 		return "", fmt.Errorf("adopt %s: %w", id, err)
 	}
-	outs := []string{"adopted " + string(id)}
-	if out, err := m.backfill(ctx, repo, set, n); err != nil {
-		return "", err
-	} else if out != "" {
-		outs = append(outs, out)
-	}
+	outs = append([]string{"adopted " + string(id)}, outs...)
 	if out, err := m.adoptTrailFence(ctx, repo, n); err != nil {
 		return "", err
 	} else if out != "" {
