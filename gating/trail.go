@@ -422,7 +422,8 @@ func (e *trlEval) buildCustody() {
 			grantMarks[gi] = append(grantMarks[gi], mk)
 			continue
 		}
-		if preLedger(mk) && (preFence <= 0 || m.Fence <= preFence) {
+		before, gap := preLedger(mk) && (preFence <= 0 || m.Fence <= preFence), inGap(m.Fence) && !preLedger(mk)
+		if before || gap {
 			k := [2]string{m.Owner, strconv.FormatInt(m.Fence, 10)}
 			if en, ok := preKey[k]; ok {
 				e.sameGrant(en, mk)
@@ -430,18 +431,11 @@ func (e *trlEval) buildCustody() {
 			}
 			en := &trlEntry{owner: m.Owner, fence: m.Fence, at: mk.c.CreatedAt, marker: mk}
 			preKey[k] = en
-			pre = append(pre, en)
-			continue
-		}
-		if inGap(m.Fence) && !preLedger(mk) {
-			k := [2]string{m.Owner, strconv.FormatInt(m.Fence, 10)}
-			if en, ok := preKey[k]; ok {
-				e.sameGrant(en, mk)
-				continue
+			if before {
+				pre = append(pre, en)
+			} else {
+				post = append(post, en)
 			}
-			en := &trlEntry{owner: m.Owner, fence: m.Fence, at: mk.c.CreatedAt, marker: mk}
-			preKey[k] = en
-			post = append(post, en)
 			continue
 		}
 		e.report(CodeUnbackedMarker, m.Fence, fmt.Sprintf("claim marker %s (comment %d by %s) has no grant behind it: %s; it does not count",
@@ -504,25 +498,15 @@ func (e *trlEval) buildCustody() {
 			e.attach(mk, func(en *trlEntry) bool { return en.grant == &e.grants[gi] })
 			continue
 		}
-		if preLedger(mk) && (preFence <= 0 || m.Fence <= preFence) {
-			// Before the ledger a re-claim posts no marker, so the outcome
-			// carries a fence at or above its claim marker's.
+		// Before the ledger a re-claim posts no marker, so the outcome
+		// carries a fence at or above its claim marker's; a claim a lost
+		// ledger granted (a gap) is closed by an outcome naming its fence.
+		pre, gap := preLedger(mk) && (preFence <= 0 || m.Fence <= preFence), inGap(m.Fence) && !preLedger(mk)
+		if pre || gap {
 			best := -1
 			for i, en := range e.entries {
-				if en.grant == nil && !en.unknown && en.owner == m.Owner && en.fence <= m.Fence && en.marker.idx < mk.idx {
-					best = i
-				}
-			}
-			if best >= 0 {
-				e.attach(mk, func(en *trlEntry) bool { return en == e.entries[best] })
-				continue
-			}
-		}
-		if inGap(m.Fence) && !preLedger(mk) {
-			// A claim a lost ledger granted: the outcome names its fence.
-			best := -1
-			for i, en := range e.entries {
-				if en.grant == nil && !en.unknown && en.owner == m.Owner && en.fence == m.Fence && en.marker.idx < mk.idx {
+				if en.grant == nil && !en.unknown && en.owner == m.Owner && en.marker.idx < mk.idx &&
+					(pre && en.fence <= m.Fence || gap && en.fence == m.Fence) {
 					best = i
 				}
 			}
