@@ -196,27 +196,3 @@ func (l *Ledger) Unadopted(ctx context.Context, repoID int64, itemLabel string) 
 	}
 	return n, nil
 }
-
-// IssuesUpdatedAt is, per recorded issue, the updated_at its recorded
-// state carries (the census reads again the comments of an item whose
-// issue GitHub lists as changed after it: deliveries were missed).
-func (l *Ledger) IssuesUpdatedAt(ctx context.Context, repoID int64) (map[int]time.Time, error) {
-	rows, err := l.db.Read.QueryContext(ctx, `SELECT number, updated_at FROM issue_state WHERE repo_id = $1`, repoID)
-	if err != nil {
-		return nil, fmt.Errorf("issue states of repository %d: %w", repoID, err)
-	}
-	defer rows.Close()
-	out := map[int]time.Time{}
-	for rows.Next() {
-		var n int
-		var at int64
-		if err := rows.Scan(&n, &at); err != nil {
-			return nil, fmt.Errorf("issue states of repository %d: %w", repoID, err)
-		}
-		out[n] = msTime(at)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("issue states of repository %d: %w", repoID, err)
-	}
-	return out, nil
-}

@@ -425,25 +425,3 @@ func (l *Ledger) grant(ctx context.Context, q Querier, repoID int64, n int, fenc
 	}
 	return g, nil
 }
-
-// ItemNumbers are the issue numbers of the repository's items (the census
-// asks which labelled issues are not items yet).
-func (l *Ledger) ItemNumbers(ctx context.Context, repoID int64) (map[int]bool, error) {
-	rows, err := l.db.Read.QueryContext(ctx, `SELECT number FROM ledger_items WHERE repo_id = $1`, repoID)
-	if err != nil {
-		return nil, fmt.Errorf("item numbers of repository %d: %w", repoID, err)
-	}
-	defer rows.Close()
-	out := map[int]bool{}
-	for rows.Next() {
-		var n int
-		if err := rows.Scan(&n); err != nil {
-			return nil, fmt.Errorf("item numbers of repository %d: %w", repoID, err)
-		}
-		out[n] = true
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("item numbers of repository %d: %w", repoID, err)
-	}
-	return out, nil
-}

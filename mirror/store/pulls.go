@@ -190,26 +190,3 @@ func shortSHA(sha string) string {
 func (l *Ledger) MergedPulls(ctx context.Context, repoID int64) ([]PullRecord, error) {
 	return l.pulls(ctx, repoID, `state = $2 AND merged = 1`, "closed")
 }
-
-// PullsUpdatedAt is when GitHub last changed each recorded pull request, as
-// recorded (the census reads again a PR its listing shows newer).
-func (l *Ledger) PullsUpdatedAt(ctx context.Context, repoID int64) (map[int]time.Time, error) {
-	rows, err := l.db.Read.QueryContext(ctx, `SELECT number, updated_at FROM pull_requests WHERE repo_id = $1`, repoID)
-	if err != nil {
-		return nil, fmt.Errorf("pull requests of repository %d: %w", repoID, err)
-	}
-	defer rows.Close()
-	out := map[int]time.Time{}
-	for rows.Next() {
-		var n int
-		var at int64
-		if err := rows.Scan(&n, &at); err != nil {
-			return nil, fmt.Errorf("pull requests of repository %d: %w", repoID, err)
-		}
-		out[n] = msTime(at)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("pull requests of repository %d: %w", repoID, err)
-	}
-	return out, nil
-}
