@@ -183,6 +183,11 @@ parked ruling topic question human admission gate label removed agent takeover p
 // comment made of prose long enough to reach size.
 func delivery(id string, size int) ([]byte, string) {
 	m, _ := template()
+	return deliveryFrom(m, id, size)
+}
+
+// deliveryFrom is delivery over the payload m.
+func deliveryFrom(m map[string]any, id string, size int) ([]byte, string) {
 	base, _ := json.Marshal(m)
 	pad := size - len(base)
 	var b strings.Builder
@@ -245,13 +250,21 @@ func throughput(h http.Handler, cfg ingestConfig, prefix string) (run, error) {
 // response (i is the delivery; errRedeliver sends that post again);
 // otherwise every post must answer 202.
 func load(urls []string, fanout bool, cfg ingestConfig, prefix string, answer func(i, code int, text string) error) (run, error) {
+	return loadBodies(urls, fanout, cfg, prefix, answer, func(i int) ([]byte, string) {
+		return delivery(fmt.Sprintf("%s-%d", prefix, i), cfg.PayloadBytes)
+	})
+}
+
+// loadBodies is load with the 64 distinct bodies made by body.
+func loadBodies(urls []string, fanout bool, cfg ingestConfig, prefix string, answer func(i, code int, text string) error,
+	body func(i int) ([]byte, string)) (run, error) {
 	c := newClient(cfg.Clients)
 	// Pre-build bodies so the generator's cost is the same for both handlers
 	// (deliveries differ by id; 64 distinct bodies are enough).
 	bodies := make([][]byte, 64)
 	sigs := make([]string, 64)
 	for i := range bodies {
-		bodies[i], sigs[i] = delivery(fmt.Sprintf("%s-%d", prefix, i), cfg.PayloadBytes)
+		bodies[i], sigs[i] = body(i)
 	}
 	// Warm up connections.
 	for i := 0; i < cfg.Clients; i++ {

@@ -35,7 +35,7 @@ func main() {
 	quick := flag.Bool("quick", false, "a short smoke run (seconds), for CI")
 	out := flag.String("json", "", "also write the figures as JSON to this file")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile here")
-	only := flag.String("only", "", "run one section: ingest, ledger, postgres, ready, apicalls, reconcile or adopt")
+	only := flag.String("only", "", "run one section: ingest, serve, ledger, postgres, ready, apicalls, reconcile or adopt")
 	pgURL := flag.String("postgres", os.Getenv(postgresEnv), "a postgres:// URL for the PostgreSQL sections (default $"+postgresEnv+")")
 	flag.Parse()
 	if *cpuprofile != "" {
@@ -52,6 +52,10 @@ func main() {
 	if *quick {
 		cfg = ingestConfig{Deliveries: 500, Rounds: 1, Clients: 16, PayloadBytes: 10 << 10, Rate: 200, RateFor: 500 * time.Millisecond}
 	}
+	scfg := serveConfig{ingest: cfg, drainLarge: 60000, drainSmall: 6000, drainCap: 2 * time.Minute}
+	if *quick {
+		scfg = serveConfig{ingest: cfg, drainLarge: 2000, drainSmall: 200, drainCap: 30 * time.Second}
+	}
 	cycles, readyRuns := 1000, 5
 	if *quick {
 		cycles, readyRuns = 50, 1
@@ -61,6 +65,7 @@ func main() {
 		run  func() ([]Figure, error)
 	}{
 		{"ingest", func() ([]Figure, error) { return benchIngest(ctx, cfg) }},
+		{"serve", func() ([]Figure, error) { return benchServe(ctx, scfg) }},
 		{"ledger", func() ([]Figure, error) { return benchLedger(ctx, cycles) }},
 		{"postgres", func() ([]Figure, error) {
 			if *pgURL == "" {
@@ -79,7 +84,7 @@ func main() {
 		known = known || *only == "" || *only == sec.name
 	}
 	if !known {
-		fmt.Fprintf(os.Stderr, "bench: -only %q names no section (ingest, ledger, postgres, ready, apicalls, reconcile, adopt)\n", *only)
+		fmt.Fprintf(os.Stderr, "bench: -only %q names no section (ingest, serve, ledger, postgres, ready, apicalls, reconcile, adopt)\n", *only)
 		os.Exit(2)
 	}
 	var figs []Figure

@@ -63,3 +63,42 @@ func benchPayload(b *testing.B) []byte {
 	sb.WriteString(`"}}`)
 	return []byte(sb.String())
 }
+
+// BenchmarkDrainOneKey measures the dispatcher draining a backlog about one
+// issue with a handler that does nothing: the delivery path's own cost per
+// delivery (each completion must be durable before the key's next starts).
+func BenchmarkDrainOneKey(b *testing.B) {
+	ctx := context.Background()
+	d, err := db.Open(ctx, "sqlite:"+filepath.Join(b.TempDir(), "bench.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer d.Close()
+	ib, err := OpenInbox(ctx, d)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ib.Close()
+	payload := issuePayload(1, 1, "alice")
+	for i := 0; i < b.N; i++ {
+		if _, err := ib.Accept(ctx, Incoming{ID: fmt.Sprintf("d-%d", i), Event: "issues", Payload: payload, ReceivedAt: time.Now()}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var handled atomic.Int64
+	h := HandlerFunc(func(context.Context, *Delivery) (Result, error) {
+		handled.Add(1)
+		return Result{Outcome: "ok"}, nil
+	})
+	disp := NewDispatcher(ib, h, nil, discardLogger(), DispatchOptions{Identity: func(context.Context) (string, error) { return testBot, nil }})
+	b.ResetTimer()
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- disp.Run(rctx) }()
+	for handled.Load() < int64(b.N) {
+		time.Sleep(time.Millisecond)
+	}
+	b.StopTimer()
+	cancel()
+	<-done
+}

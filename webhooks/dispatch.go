@@ -50,7 +50,9 @@ type DispatchOptions struct {
 // Dispatcher drains the inbox: deliveries with the same order key (the same
 // issue or pull request) run one at a time, others in parallel on a bounded
 // pool; failures are retried with exponential backoff and jitter and become
-// dead letters after the last try.
+// dead letters after the last try. What may start is decided from an
+// in-memory queue of the pending deliveries' routing facts (see queue),
+// never by walking the inbox or decoding payloads.
 type Dispatcher struct {
 	inbox   *Inbox
 	handler Handler
@@ -63,17 +65,27 @@ type Dispatcher struct {
 	bot       atomic.Value // string
 	heartbeat atomic.Int64 // unix ms of the last loop turn
 
+	// handed holds what the inbox's writer handed over since the loop last
+	// looked (see Inbox.onQueued).
+	handMu sync.Mutex
+	handed []Queued
+
 	// loop-goroutine state
-	inflight  map[int64]bool
-	busy      map[string]bool
-	meta      map[int64]Meta       // parsed routing fields of pending deliveries seen
-	elsewhere map[string]time.Time // order keys another replica held, until when not to try them
+	q          *queue
+	inflight   int
+	lastQueued int64     // the highest queued number read or handed over without a gap
+	loaded     bool      // the queue holds every delivery pending at start
+	lastSync   time.Time // the last look for deliveries queued elsewhere
+	lastFull   time.Time // the last full re-read (shared inbox only)
 }
 
+// taskResult is how one started delivery ended, for the loop.
 type taskResult struct {
-	seq       int64
-	key       string
-	elsewhere bool // the claim failed: another replica holds the delivery or its key
+	e    *entry
+	gone bool      // done, dead, or no longer pending: leaves the queue
+	due  time.Time // otherwise: when it may run again
+	// held: another replica holds the delivery or its key.
+	held bool
 }
 
 // elsewhereFor is how long a replica leaves an order key alone after
@@ -84,7 +96,20 @@ type taskResult struct {
 // its deliveries wait this long at most.
 const elsewhereFor = 250 * time.Millisecond
 
-// NewDispatcher builds a dispatcher; call Run to start it.
+// syncPage is how many deliveries one read of the inbox's queue returns;
+// syncPages bounds the pages one loop turn reads (a large backlog at start
+// is loaded over several turns, work starting meanwhile).
+const (
+	syncPage  = 1000
+	syncPages = 8
+	// fullSyncEvery is how often a dispatcher sharing its inbox (PostgreSQL)
+	// re-reads every pending delivery, forgetting those other replicas
+	// finished; between, it learns of them when it tries to claim one.
+	fullSyncEvery = time.Minute
+)
+
+// NewDispatcher builds a dispatcher; call Run to start it. It takes the
+// inbox's hand-over of every delivery committed from now on.
 func NewDispatcher(ib *Inbox, h Handler, m *Metrics, log *slog.Logger, opt DispatchOptions) *Dispatcher {
 	if opt.Workers <= 0 {
 		opt.Workers = 8
@@ -113,15 +138,23 @@ func NewDispatcher(ib *Inbox, h Handler, m *Metrics, log *slog.Logger, opt Dispa
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Dispatcher{
+	d := &Dispatcher{
 		inbox: ib, handler: h, log: log, m: m, opt: opt,
-		wake:      make(chan struct{}, 1),
-		results:   make(chan taskResult, opt.Workers),
-		inflight:  map[int64]bool{},
-		busy:      map[string]bool{},
-		meta:      map[int64]Meta{},
-		elsewhere: map[string]time.Time{},
+		wake:    make(chan struct{}, 1),
+		results: make(chan taskResult, opt.Workers),
+		q:       newQueue(),
 	}
+	ib.onQueued(d.handOver)
+	return d
+}
+
+// handOver is the inbox writer's hand-over of deliveries it just made
+// pending. It never blocks on the loop.
+func (d *Dispatcher) handOver(qs []Queued) {
+	d.handMu.Lock()
+	d.handed = append(d.handed, qs...)
+	d.handMu.Unlock()
+	d.Wake()
 }
 
 // Wake asks the dispatcher to look for work now (ingress calls it after each
@@ -164,49 +197,68 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	poll := time.NewTicker(d.opt.Poll)
 	defer poll.Stop()
-	lastPrune := time.Time{}
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	lastPrune, lastGauges := time.Time{}, time.Time{}
 	var graceTimer <-chan time.Time
 	stopping := false
 	for {
-		d.heartbeat.Store(time.Now().UnixMilli())
-		if stopping && len(d.inflight) == 0 {
+		now := time.Now()
+		d.heartbeat.Store(now.UnixMilli())
+		if stopping && d.inflight == 0 {
 			wg.Wait()
 			return nil
 		}
 		if !stopping {
-			d.fill(ctx, workCtx, &wg)
-			if time.Since(lastPrune) > time.Hour {
+			d.absorb(now)
+			if !d.loaded || now.Sub(d.lastSync) >= d.opt.Poll {
+				d.sync(ctx, now)
+			}
+			d.q.tick(now)
+			d.fill(workCtx, &wg, now)
+			if now.Sub(lastGauges) >= d.opt.Poll {
+				d.refreshGauges(ctx, now.Sub(lastGauges) >= 10*d.opt.Poll)
+				lastGauges = now
+			}
+			if now.Sub(lastPrune) > time.Hour {
 				d.prune(ctx)
-				lastPrune = time.Now()
+				lastPrune = now
 			}
 		}
+		// Sleep until woken, a result, the poll, or the queue's next timer.
+		wait := d.opt.Poll
+		if !d.loaded {
+			wait = 0
+		}
+		if at := d.q.next(); !at.IsZero() {
+			wait = min(wait, max(time.Until(at), 0))
+		}
+		timer.Reset(wait)
 		select {
 		case <-d.wake:
 		case <-poll.C:
-			d.refreshGauges(ctx)
+		case <-timer.C:
 		case r := <-d.results:
 			d.finish(r)
 		case <-ctx.Done():
 			if !stopping {
 				stopping = true
-				d.log.Info("dispatcher stopping", "in_flight", len(d.inflight), "grace", d.opt.Grace.String())
+				d.log.Info("dispatcher stopping", "in_flight", d.inflight, "grace", d.opt.Grace.String())
 				graceTimer = time.After(d.opt.Grace)
 			}
 		case <-graceTimer:
-			d.log.Warn("grace period over; cancelling in-flight handlers", "in_flight", len(d.inflight))
+			d.log.Warn("grace period over; cancelling in-flight handlers", "in_flight", d.inflight)
 			cancelWork()
 			graceTimer = nil
 		}
-		if stopping {
-			// Drain results without blocking on new work.
-			for {
-				select {
-				case r := <-d.results:
-					d.finish(r)
-					continue
-				default:
-				}
-				break
+		// Take every result already in: a burst of short handlers finishes
+		// many per turn.
+		for drained := false; !drained; {
+			select {
+			case r := <-d.results:
+				d.finish(r)
+			default:
+				drained = true
 			}
 		}
 	}
@@ -237,152 +289,188 @@ func (d *Dispatcher) learnIdentity(ctx context.Context) error {
 	}
 }
 
-func (d *Dispatcher) finish(r taskResult) {
-	delete(d.inflight, r.seq)
-	delete(d.busy, r.key)
-	delete(d.meta, r.seq)
-	if r.elsewhere {
-		if len(d.elsewhere) > 10_000 {
-			clear(d.elsewhere)
+// absorb moves the writer's hand-over into the queue. A batch numbered on
+// from the last number known moves lastQueued on; a gap (another process
+// queued something meanwhile) is left for sync to read.
+func (d *Dispatcher) absorb(now time.Time) {
+	d.handMu.Lock()
+	handed := d.handed
+	d.handed = nil
+	d.handMu.Unlock()
+	for _, h := range handed {
+		if d.loaded && h.Queued == d.lastQueued+1 {
+			d.lastQueued = h.Queued
 		}
-		d.elsewhere[r.key] = time.Now().Add(elsewhereFor)
+		d.q.add(h, now)
 	}
 }
 
-// fill starts handlers for due deliveries while workers are free. It pages
-// through due deliveries in receipt order, so a backlog about one busy issue
-// never keeps a free worker from another issue's delivery.
+// sync reads what was queued since lastQueued and is not yet in the queue:
+// at start every pending delivery (over several turns when the backlog is
+// large), then what other processes queued (an operator's retry, other
+// replicas' deliveries). On a shared inbox it also re-reads everything now
+// and then, forgetting deliveries other replicas finished.
+func (d *Dispatcher) sync(ctx context.Context, now time.Time) {
+	d.lastSync = now
+	if d.inbox.Shared() && d.loaded && now.Sub(d.lastFull) >= fullSyncEvery {
+		d.fullSync(ctx, now)
+		return
+	}
+	for page := 0; page < syncPages; page++ {
+		qs, err := d.inbox.queuedSince(ctx, d.lastQueued, syncPage)
+		if err != nil {
+			if ctx.Err() == nil {
+				d.log.Error("dispatcher: read the inbox's queue", "err", err)
+			}
+			return
+		}
+		for _, q := range qs {
+			d.q.add(q, now)
+			d.lastQueued = max(d.lastQueued, q.Queued)
+		}
+		if len(qs) < syncPage {
+			if !d.loaded {
+				d.loaded = true
+				d.lastFull = now
+				d.log.Info("dispatcher loaded the inbox's pending deliveries", "pending", d.q.len())
+			}
+			return
+		}
+	}
+}
+
+// fullSync re-reads every pending delivery of a shared inbox.
+func (d *Dispatcher) fullSync(ctx context.Context, now time.Time) {
+	pending := map[int64]bool{}
+	var after, top int64
+	for {
+		qs, err := d.inbox.queuedSince(ctx, after, syncPage)
+		if err != nil {
+			if ctx.Err() == nil {
+				d.log.Error("dispatcher: re-read the inbox's queue", "err", err)
+			}
+			return
+		}
+		for _, q := range qs {
+			pending[q.Seq] = true
+			d.q.add(q, now)
+			after, top = q.Queued, max(top, q.Queued)
+		}
+		if len(qs) < syncPage {
+			break
+		}
+	}
+	for seq, e := range d.q.known {
+		if !pending[seq] && !e.kq.busy {
+			d.q.remove(e)
+		}
+	}
+	d.lastQueued = max(d.lastQueued, top)
+	d.lastFull = now
+}
+
+func (d *Dispatcher) finish(r taskResult) {
+	d.inflight--
+	now := time.Now()
+	if r.held {
+		d.q.holdKey(r.e.kq, now.Add(elsewhereFor))
+	}
+	d.q.finished(r.e, r.gone, r.due, now)
+}
+
+// fill starts handlers for startable deliveries while workers are free,
+// the delivery received first first. Sharing the inbox (PostgreSQL), a
+// replica picks at random among a few times as many as it can start, so
+// replicas do not all reach for the same deliveries.
 //
 // Each handler first claims its delivery (Inbox.Claim): on PostgreSQL
 // another replica may hold it or its issue, and then the key is left alone
-// for a moment (elsewhereFor). Within one scan, and while a key is busy or
-// left alone, every later delivery about it is passed over too, so a
-// replica never overtakes an earlier delivery still pending, even one whose
-// replica has just died.
-func (d *Dispatcher) fill(ctx, workCtx context.Context, wg *sync.WaitGroup) {
-	free := d.opt.Workers - len(d.inflight)
+// for a moment (elsewhereFor); the key stays busy meanwhile, so a replica
+// never overtakes an earlier delivery still pending.
+func (d *Dispatcher) fill(workCtx context.Context, wg *sync.WaitGroup, now time.Time) {
+	free := d.opt.Workers - d.inflight
 	if free <= 0 {
 		return
 	}
-	now := time.Now()
-	// Candidates are the first due delivery of each key that is free here.
-	// Alone, a replica starts the oldest; sharing the inbox (PostgreSQL), it
-	// picks at random among a few times as many, so replicas scanning the
-	// same queue do not all reach for the same deliveries.
 	want := free
 	if d.inbox.Shared() {
 		want = free * 4
 	}
-	type candidate struct {
-		p       Pending
-		m       Meta
-		payload []byte
-	}
-	var cands []candidate
-	seen := map[string]bool{}
-	var after int64
-scan:
-	for scanned := 0; scanned < maxScan; {
-		due, err := d.inbox.Due(ctx, now, after, scanPage)
-		if err != nil {
-			if ctx.Err() == nil {
-				d.log.Error("dispatcher: list due deliveries", "err", err)
-			}
-			return
-		}
-		for _, p := range due {
-			after = p.Seq
-			if d.inflight[p.Seq] {
-				continue
-			}
-			m, payload, ok := d.metaFor(ctx, p)
-			if !ok {
-				continue
-			}
-			key := m.OrderKey
-			if seen[key] || d.busy[key] || d.elsewhere[key].After(now) {
-				seen[key] = true // a later delivery never overtakes this key's first
-				continue
-			}
-			seen[key] = true
-			cands = append(cands, candidate{p, m, payload})
-			if len(cands) >= want {
-				break scan
-			}
-		}
-		scanned += len(due)
-		if len(due) < scanPage {
+	var cands []*entry
+	for len(cands) < want {
+		e := d.q.pop(now)
+		if e == nil {
 			break
 		}
+		cands = append(cands, e)
 	}
 	if want > free {
 		rand.Shuffle(len(cands), func(i, j int) { cands[i], cands[j] = cands[j], cands[i] })
 	}
-	for _, c := range cands[:min(free, len(cands))] {
-		d.inflight[c.p.Seq] = true
-		d.busy[c.m.OrderKey] = true
+	for i, e := range cands {
+		if i >= free {
+			d.q.putBack(e, now)
+			continue
+		}
+		d.inflight++
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			claim, ok, err := d.inbox.Claim(workCtx, c.p.Seq, c.m.OrderKey, now)
-			if err != nil && workCtx.Err() == nil {
-				d.log.Warn("dispatcher: claim delivery", "delivery", c.p.ID, "err", err)
-			}
-			if !ok {
-				d.results <- taskResult{seq: c.p.Seq, key: c.m.OrderKey, elsewhere: true}
-				return
-			}
-			d.process(workCtx, claim, c.p, c.m, c.payload)
-			d.results <- taskResult{seq: c.p.Seq, key: c.m.OrderKey}
+			d.results <- d.run(workCtx, e, now)
 		}()
 	}
 }
 
-// scanPage and maxScan bound one fill: pages of due deliveries, and how many
-// it looks at before waiting for the next wake-up.
-const (
-	scanPage = 32
-	maxScan  = 100_000
-)
-
-// metaFor returns a pending delivery's routing fields, parsing its payload
-// the first time it is seen. A payload that cannot be parsed is a dead letter.
-func (d *Dispatcher) metaFor(ctx context.Context, p Pending) (Meta, []byte, bool) {
-	if m, ok := d.meta[p.Seq]; ok {
-		return m, nil, true
+// run claims and processes one delivery and says how it ended.
+func (d *Dispatcher) run(ctx context.Context, e *entry, now time.Time) taskResult {
+	claim, ok, err := d.inbox.Claim(ctx, e.Seq, e.Meta.OrderKey, now)
+	if err != nil && ctx.Err() == nil {
+		d.log.Warn("dispatcher: claim delivery", "delivery", e.ID, "err", err)
 	}
-	payload, err := d.inbox.Payload(ctx, p.Seq)
-	if err != nil {
-		d.log.Error("dispatcher: load payload", "delivery", p.ID, "err", err)
-		return Meta{}, nil, false
+	if !ok {
+		return d.unclaimed(ctx, e, err)
 	}
-	m, err := ParseMeta(p.Event, payload)
-	if err != nil {
-		d.log.Error("delivery is not a JSON object; dead letter", "delivery", p.ID, "event", p.Event, "err", err)
-		if ferr := d.inbox.Fail(ctx, &Claim{Seq: p.Seq}, Meta{}, err.Error(), time.Now(), true); ferr != nil {
-			d.log.Error("dispatcher: record dead letter", "delivery", p.ID, "err", ferr)
-		}
-		d.m.DeadTotal.WithLabelValues(p.Event).Inc()
-		return Meta{}, nil, false
-	}
-	if len(d.meta) < 100_000 {
-		d.meta[p.Seq] = m
-	}
-	return m, payload, true
+	return d.process(ctx, claim, e)
 }
 
-func (d *Dispatcher) process(ctx context.Context, claim *Claim, p Pending, m Meta, payload []byte) {
-	log := d.log.With("delivery", p.ID, "event", p.Event, "action", m.Action,
+// unclaimed learns why a claim failed: the delivery is gone (done or dead,
+// by another replica or an operator), not due yet (another replica
+// recorded a failed try), or held elsewhere.
+func (d *Dispatcher) unclaimed(ctx context.Context, e *entry, claimErr error) taskResult {
+	if claimErr != nil {
+		return taskResult{e: e, due: time.Now().Add(d.opt.Poll)}
+	}
+	st, err := d.inbox.stateOf(ctx, e.Seq)
+	switch {
+	case err != nil:
+		return taskResult{e: e, due: time.Now().Add(d.opt.Poll)}
+	case st.State != StatePending:
+		return taskResult{e: e, gone: true}
+	case st.Due.After(time.Now()):
+		e.Attempts = st.Attempts
+		return taskResult{e: e, due: st.Due}
+	}
+	return taskResult{e: e, due: e.Due, held: true}
+}
+
+func (d *Dispatcher) process(ctx context.Context, claim *Claim, e *entry) taskResult {
+	m := e.Meta
+	log := d.log.With("delivery", e.ID, "event", e.Event, "action", m.Action,
 		"installation", m.Installation, "repo", m.Repo, "number", m.Number)
+	if e.RouteErr != "" {
+		log.Error("delivery cannot be routed; dead letter", "err", e.RouteErr)
+		return d.recordFailure(log, claim, e, e.Attempts+1, Permanent(errors.New(e.RouteErr)))
+	}
+	payload := e.payload
 	if payload == nil {
 		var err error
-		if payload, err = d.inbox.Payload(ctx, p.Seq); err != nil {
+		if payload, err = d.inbox.Payload(ctx, e.Seq); err != nil {
 			log.Error("load payload", "err", err)
 			d.inbox.Abandon(claim)
-			return // still pending; the next scan tries again
+			return taskResult{e: e, due: time.Now().Add(d.opt.Poll)} // still pending; tried again soon
 		}
 	}
-	dv := &Delivery{Seq: p.Seq, ID: p.ID, Event: p.Event, Payload: payload, Attempt: p.Attempts + 1, Meta: m,
+	dv := &Delivery{Seq: e.Seq, ID: e.ID, Event: e.Event, Payload: payload, Attempt: e.Attempts + 1, Meta: m,
 		FromSelf: IsBot(m.Sender, d.Bot())}
 	log.Debug("delivery handling", "attempt", dv.Attempt)
 	start := time.Now()
@@ -392,26 +480,26 @@ func (d *Dispatcher) process(ctx context.Context, claim *Claim, p Pending, m Met
 		if outcome == "" {
 			outcome = "handled"
 		}
-		err = d.inbox.Complete(ctx, claim, m, outcome)
+		err = d.inbox.Complete(ctx, claim, outcome)
 		if err == nil {
-			d.m.Processing.WithLabelValues(p.Event).Observe(time.Since(start).Seconds())
-			d.m.Latency.WithLabelValues(p.Event).Observe(time.Since(p.ReceivedAt).Seconds())
-			d.m.Outcomes.WithLabelValues(p.Event, outcomeClass(outcome)).Inc()
+			d.m.Processing.WithLabelValues(e.Event).Observe(time.Since(start).Seconds())
+			d.m.Latency.WithLabelValues(e.Event).Observe(time.Since(e.ReceivedAt).Seconds())
+			d.m.Outcomes.WithLabelValues(e.Event, outcomeClass(outcome)).Inc()
 			log.Debug("delivery processed", "outcome", outcome, "attempt", dv.Attempt)
-			return
+			return taskResult{e: e, gone: true}
 		}
 		if errors.Is(err, ErrNotPending) {
 			log.Warn("delivery changed state under its handler; dropped", "err", err)
-			return
+			return taskResult{e: e, gone: true}
 		}
 	}
 	if ctx.Err() != nil {
 		d.inbox.Abandon(claim)
 		log.Info("handler interrupted by shutdown; delivery stays queued", "err", err)
-		return
+		return taskResult{e: e, due: e.Due}
 	}
-	d.m.Processing.WithLabelValues(p.Event).Observe(time.Since(start).Seconds())
-	d.recordFailure(log, claim, p, m, dv.Attempt, err)
+	d.m.Processing.WithLabelValues(e.Event).Observe(time.Since(start).Seconds())
+	return d.recordFailure(log, claim, e, dv.Attempt, err)
 }
 
 // outcomeClass is the bounded metric label for a free-text outcome: its
@@ -443,7 +531,7 @@ func safeHandle(ctx context.Context, h Handler, dv *Delivery) (res Result, err e
 	return h.Handle(ctx, dv)
 }
 
-func (d *Dispatcher) recordFailure(log *slog.Logger, claim *Claim, p Pending, m Meta, attempt int, cause error) {
+func (d *Dispatcher) recordFailure(log *slog.Logger, claim *Claim, e *entry, attempt int, cause error) taskResult {
 	var perm permanentError
 	dead := errors.As(cause, &perm) || attempt >= d.opt.MaxAttempts
 	next := time.Now().Add(d.backoff(attempt))
@@ -454,18 +542,24 @@ func (d *Dispatcher) recordFailure(log *slog.Logger, claim *Claim, p Pending, m 
 	// Record the failure even during shutdown.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := d.inbox.Fail(ctx, claim, m, cause.Error(), next, dead); err != nil {
+	if err := d.inbox.Fail(ctx, claim, cause.Error(), next, dead); err != nil {
 		d.inbox.Abandon(claim)
+		if errors.Is(err, ErrNotPending) {
+			log.Warn("delivery changed state under its handler; dropped", "err", err, "cause", cause)
+			return taskResult{e: e, gone: true}
+		}
 		log.Error("record delivery failure", "err", err, "cause", cause)
-		return
+		return taskResult{e: e, due: time.Now().Add(d.opt.Poll)}
 	}
 	if dead {
-		d.m.DeadTotal.WithLabelValues(p.Event).Inc()
+		d.m.DeadTotal.WithLabelValues(e.Event).Inc()
 		log.Error("delivery failed its last try; dead letter", "attempt", attempt, "err", cause)
-		return
+		return taskResult{e: e, gone: true}
 	}
-	d.m.Retries.WithLabelValues(p.Event).Inc()
+	e.Attempts = attempt
+	d.m.Retries.WithLabelValues(e.Event).Inc()
 	log.Warn("delivery failed; will retry", "attempt", attempt, "retry_at", next.UTC().Format(time.RFC3339Nano), "err", cause)
+	return taskResult{e: e, due: next}
 }
 
 // backoff is exponential with equal jitter: half fixed, half random.
@@ -479,12 +573,22 @@ func (d *Dispatcher) backoff(attempt int) time.Duration {
 	return half + rand.N(half+1)
 }
 
-func (d *Dispatcher) refreshGauges(ctx context.Context) {
+// refreshGauges sets the inbox gauges: the pending depth from the queue,
+// and now and then (counting reads the inbox) the dead letters.
+func (d *Dispatcher) refreshGauges(ctx context.Context, count bool) {
+	if d.loaded {
+		d.m.Depth.Set(float64(d.q.len()))
+	}
+	if !count {
+		return
+	}
 	pending, dead, err := d.inbox.Counts(ctx)
 	if err != nil {
 		return
 	}
-	d.m.Depth.Set(float64(pending))
+	if !d.loaded {
+		d.m.Depth.Set(float64(pending))
+	}
 	d.m.Dead.Set(float64(dead))
 }
 

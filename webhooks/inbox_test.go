@@ -266,8 +266,7 @@ func TestInboxDueOrder(t *testing.T) {
 	}
 
 	// b fails and is retried in a minute: not due now, due then, and in seq order.
-	m := Meta{Action: "x"}
-	if err := ib.Fail(ctx, &Claim{Seq: due[1].Seq}, m, "boom", now.Add(time.Minute), false); err != nil {
+	if err := ib.Fail(ctx, &Claim{Seq: due[1].Seq}, "boom", now.Add(time.Minute), false); err != nil {
 		t.Fatal(err)
 	}
 	if due, _ = ib.Due(ctx, now, 0, 10); ids(due) != "a,c,d" {
@@ -294,15 +293,19 @@ func TestInboxDueOrder(t *testing.T) {
 }
 
 // TestInboxComplete: Complete marks a pending delivery done once, with its
-// outcome and metadata; a delivery no longer pending is left as it is.
+// outcome; the routing facts were recorded at acceptance; a delivery no
+// longer pending is left as it is.
 func TestInboxComplete(t *testing.T) {
 	_, ib := newTestInbox(t)
 	ctx := context.Background()
-	mustAccept(t, ib, incoming("x"), Stored)
+	mustAccept(t, ib, Incoming{ID: "x", Event: "issues", ReceivedAt: time.Now(), Payload: []byte(`{"action":"opened",
+		"installation":{"id":7},"repository":{"id":3,"full_name":"o/r"},"issue":{"number":12},"sender":{"login":"alice"}}`)}, Stored)
 	seq := record(t, ib, "x").Seq
-	meta := Meta{Action: "opened", Installation: 7, Repo: "o/r", Number: 12, Sender: "alice"}
+	if r := record(t, ib, "x"); r.Repo != "o/r" || r.Number != 12 || r.Sender != "alice" || r.Action != "opened" {
+		t.Fatalf("routing facts not recorded at acceptance: %+v", r)
+	}
 
-	if err := ib.Complete(ctx, &Claim{Seq: seq}, meta, "labelled"); err != nil {
+	if err := ib.Complete(ctx, &Claim{Seq: seq}, "labelled"); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
 	r := record(t, ib, "x")
@@ -311,18 +314,18 @@ func TestInboxComplete(t *testing.T) {
 	}
 
 	// Completing it again: ErrNotPending, and the row is unchanged.
-	if err := ib.Complete(ctx, &Claim{Seq: seq}, meta, "again"); !errors.Is(err, ErrNotPending) {
+	if err := ib.Complete(ctx, &Claim{Seq: seq}, "again"); !errors.Is(err, ErrNotPending) {
 		t.Fatalf("Complete on a done delivery = %v, want ErrNotPending", err)
 	}
 	if r := record(t, ib, "x"); r.Attempts != 1 || r.Outcome != "labelled" {
 		t.Fatalf("done row changed: %+v", r)
 	}
 	// Fail on a done delivery is refused too.
-	if err := ib.Fail(ctx, &Claim{Seq: seq}, meta, "late", time.Now(), true); !errors.Is(err, ErrNotPending) {
+	if err := ib.Fail(ctx, &Claim{Seq: seq}, "late", time.Now(), true); !errors.Is(err, ErrNotPending) {
 		t.Fatalf("Fail on a done delivery = %v, want ErrNotPending", err)
 	}
 	// And so is an unknown seq.
-	if err := ib.Complete(ctx, &Claim{Seq: seq + 1000}, meta, "x"); !errors.Is(err, ErrNotPending) {
+	if err := ib.Complete(ctx, &Claim{Seq: seq + 1000}, "x"); !errors.Is(err, ErrNotPending) {
 		t.Fatalf("Complete on unknown seq = %v, want ErrNotPending", err)
 	}
 }
@@ -333,14 +336,14 @@ func TestInboxFailAndDeadLetters(t *testing.T) {
 	mustAccept(t, ib, incoming("f"), Stored)
 	seq := record(t, ib, "f").Seq
 	long := strings.Repeat("e", 5000)
-	if err := ib.Fail(ctx, &Claim{Seq: seq}, Meta{}, long, time.Now(), false); err != nil {
+	if err := ib.Fail(ctx, &Claim{Seq: seq}, long, time.Now(), false); err != nil {
 		t.Fatal(err)
 	}
 	r := record(t, ib, "f")
 	if r.State != StatePending || r.Attempts != 1 || len(r.LastError) != 2000 {
 		t.Fatalf("after a retryable failure: state %s attempts %d len(last_error) %d", r.State, r.Attempts, len(r.LastError))
 	}
-	if err := ib.Fail(ctx, &Claim{Seq: seq}, Meta{}, "final", time.Now(), true); err != nil {
+	if err := ib.Fail(ctx, &Claim{Seq: seq}, "final", time.Now(), true); err != nil {
 		t.Fatal(err)
 	}
 	dead, err := ib.List(ctx, true, 10)
@@ -374,11 +377,11 @@ func TestInboxRetryAllOrNothing(t *testing.T) {
 	}
 	rs := records(t, ib)
 	for _, id := range []string{"dead1", "dead2"} {
-		if err := ib.Fail(ctx, &Claim{Seq: rs[id].Seq}, Meta{}, "gave up", time.Now(), true); err != nil {
+		if err := ib.Fail(ctx, &Claim{Seq: rs[id].Seq}, "gave up", time.Now(), true); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := ib.Complete(ctx, &Claim{Seq: rs["done"].Seq}, Meta{}, "handled"); err != nil {
+	if err := ib.Complete(ctx, &Claim{Seq: rs["done"].Seq}, "handled"); err != nil {
 		t.Fatal(err)
 	}
 	snapshot := records(t, ib)
@@ -442,16 +445,16 @@ func TestInboxPrune(t *testing.T) {
 		mustAccept(t, ib, incoming(id), Stored)
 	}
 	rs := records(t, ib)
-	if err := ib.Complete(ctx, &Claim{Seq: rs["old"].Seq}, Meta{}, "handled"); err != nil {
+	if err := ib.Complete(ctx, &Claim{Seq: rs["old"].Seq}, "handled"); err != nil {
 		t.Fatal(err)
 	}
-	if err := ib.Fail(ctx, &Claim{Seq: rs["dead"].Seq}, Meta{}, "x", time.Now(), true); err != nil {
+	if err := ib.Fail(ctx, &Claim{Seq: rs["dead"].Seq}, "x", time.Now(), true); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(20 * time.Millisecond)
 	cutoff := time.Now()
 	time.Sleep(20 * time.Millisecond)
-	if err := ib.Complete(ctx, &Claim{Seq: rs["new"].Seq}, Meta{}, "handled"); err != nil {
+	if err := ib.Complete(ctx, &Claim{Seq: rs["new"].Seq}, "handled"); err != nil {
 		t.Fatal(err)
 	}
 	n, err := ib.Prune(ctx, cutoff)
@@ -632,7 +635,7 @@ func TestInboxSurvivesReopen(t *testing.T) {
 	payload := []byte(`{"action":"opened","issue":{"number":3}}`)
 	mustAccept(t, ib, Incoming{ID: "keep", Event: "issues", HookID: "42", Payload: payload, ReceivedAt: time.Now()}, Stored)
 	mustAccept(t, ib, incoming("dead"), Stored)
-	if err := ib.Fail(ctx, &Claim{Seq: record(t, ib, "dead").Seq}, Meta{}, "x", time.Now(), true); err != nil {
+	if err := ib.Fail(ctx, &Claim{Seq: record(t, ib, "dead").Seq}, "x", time.Now(), true); err != nil {
 		t.Fatal(err)
 	}
 	ib.Close()

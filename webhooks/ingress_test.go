@@ -314,7 +314,7 @@ func TestIngressDuplicateAndRedeliveredDeadLetter(t *testing.T) {
 	}
 	// Processed deliveries stay duplicates too.
 	seq := rs[id].Seq
-	if err := f.ib.Fail(ctx, &Claim{Seq: seq}, Meta{}, "first try failed", time.Now(), false); err != nil {
+	if err := f.ib.Fail(ctx, &Claim{Seq: seq}, "first try failed", time.Now(), false); err != nil {
 		t.Fatal(err)
 	}
 	if w := f.serve(signedRequest("issue_comment", id, body)); w.Code != http.StatusOK {
@@ -324,7 +324,7 @@ func TestIngressDuplicateAndRedeliveredDeadLetter(t *testing.T) {
 		t.Fatalf("a duplicate reset the pending delivery's attempts: %+v", r)
 	}
 	// Dead letter: a redelivery re-queues it with a clean slate.
-	if err := f.ib.Fail(ctx, &Claim{Seq: seq}, Meta{}, "last try failed", time.Now(), true); err != nil {
+	if err := f.ib.Fail(ctx, &Claim{Seq: seq}, "last try failed", time.Now(), true); err != nil {
 		t.Fatal(err)
 	}
 	if r := record(t, f.ib, id); r.State != StateDead || r.Attempts != 2 {
