@@ -51,7 +51,7 @@ func BenchmarkInboxAccept(b *testing.B) {
 
 // benchPayload is GitHub's own issue_comment example when the corpora are
 // installed, else a synthetic body of about the same size and shape.
-func benchPayload(b *testing.B) []byte {
+func benchPayload(b testing.TB) []byte {
 	if ex, err := corpus.WebhookExamples(); err == nil && len(ex["issue_comment"]) > 0 {
 		return ex["issue_comment"][0]
 	}

@@ -519,9 +519,8 @@ func TestDispatchGraceExpiredLeavesDeliveryPending(t *testing.T) {
 
 // TestDispatchBacklogDoesNotStarveOtherKeys: a burst of deliveries about one
 // issue must not hold up deliveries about other issues ("others in
-// parallel"). fill only looks at the first len(inflight)+4*Workers+64 due
-// rows; when those all share one busy order key, later keys are never seen
-// until the burst has drained below that window.
+// parallel"): a dispatcher that walks the due rows in receipt order never
+// sees later keys while the burst fills its window.
 func TestDispatchBacklogDoesNotStarveOtherKeys(t *testing.T) {
 	_, ib := newTestInbox(t)
 	const burst = 120

@@ -8,8 +8,10 @@ import (
 )
 
 // Meta is what warden reads from every delivery's payload before routing it:
-// who and what it is about. It is parsed once, after the signature check, by
-// the dispatcher (never on the acknowledgement path).
+// who and what it is about. It is parsed once, after the signature check, as
+// the inbox accepts the delivery (by the caller's goroutine, beside the
+// compression), and stored in the inbox's columns; the dispatcher reads it
+// from there and never parses a payload to decide what may start.
 type Meta struct {
 	Action       string
 	Installation int64
@@ -68,10 +70,18 @@ type checkRef struct {
 // (a "number" that is a string, say): such a delivery cannot be routed safely
 // and becomes a dead letter.
 func ParseMeta(event string, payload []byte) (Meta, error) {
-	var e envelope
-	if err := json.Unmarshal(payload, &e); err != nil {
-		return Meta{}, fmt.Errorf("parse %s payload: %w", event, err)
+	e, ok := scanEnvelope(payload)
+	if !ok {
+		// encoding/json is the reference: its error names what is wrong.
+		if err := json.Unmarshal(payload, &e); err != nil {
+			return Meta{}, fmt.Errorf("parse %s payload: %w", event, err)
+		}
 	}
+	return metaOf(event, &e), nil
+}
+
+// metaOf is the Meta of a decoded envelope.
+func metaOf(event string, e *envelope) Meta {
 	m := Meta{Action: e.Action}
 	if e.Installation != nil {
 		m.Installation = e.Installation.ID
@@ -92,8 +102,8 @@ func ParseMeta(event string, payload []byte) (Meta, error) {
 	case e.Number > 0 && (event == "pull_request" || event == "issues"):
 		m.Number = e.Number
 	}
-	m.OrderKey = orderKey(event, &e, m)
-	return m, nil
+	m.OrderKey = orderKey(event, e, m)
+	return m
 }
 
 // orderKey names the serialisation domain of a delivery. Deliveries about the

@@ -50,7 +50,7 @@ type Service struct {
 	Acts       *store.Acts
 	Mirror     *mirror.Mirror
 	// Public serves /webhooks, /healthz, /readyz (and later /api/v1, /mcp);
-	// Admin serves the status page and /metrics.
+	// Admin serves the status page, /metrics and /debug/pprof/.
 	Public http.Handler
 	Admin  http.Handler
 
@@ -217,6 +217,9 @@ func (svc *Service) adminRoutes() http.Handler {
 	r.Use(middleware.Recoverer)
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(svc.Registry, promhttp.HandlerOpts{Registry: svc.Registry}))
 	r.Get("/", svc.statusPage)
+	// Go's profiler (net/http/pprof) for the next performance question:
+	// on the operators' listener only, never the public one.
+	r.Mount("/debug", middleware.Profiler())
 	return r
 }
 
@@ -245,8 +248,10 @@ func (svc *Service) Serve(ctx context.Context, publicAddr, adminAddr string, rea
 	errLog := slog.NewLogLogger(svc.Log.Handler(), slog.LevelWarn)
 	public := &http.Server{Handler: svc.Public, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 60 * time.Second,
 		WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second, ErrorLog: errLog}
+	// The admin listener's writes may take as long as a CPU profile asks
+	// for (/debug/pprof/profile?seconds=60).
 	admin := &http.Server{Handler: svc.Admin, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second,
-		WriteTimeout: 30 * time.Second, ErrorLog: errLog}
+		WriteTimeout: 2 * time.Minute, ErrorLog: errLog}
 	svc.Log.Info("warden serving", "public", pl.Addr().String(), "admin", al.Addr().String(),
 		"database", svc.DB.Source, "github", svc.Settings.GitHubAPIURL, "events", svc.Router.Events())
 	if ready != nil {
