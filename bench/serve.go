@@ -278,4 +278,3 @@ func loadIssues(h http.Handler, cfg ingestConfig, prefix string, issues int) (ru
 		return deliveryAbout(fmt.Sprintf("%s-%d", prefix, i), cfg.PayloadBytes, 1+i%issues)
 	})
 }
-

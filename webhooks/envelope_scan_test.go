@@ -3,8 +3,8 @@ package webhooks
 import (
 	"encoding/json"
 	"errors"
-	"os"
 	"math/rand/v2"
+	"os"
 	"reflect"
 	"testing"
 
