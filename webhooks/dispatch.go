@@ -312,6 +312,12 @@ func (d *Dispatcher) absorb(now time.Time) {
 // and then, forgetting deliveries other replicas finished.
 func (d *Dispatcher) sync(ctx context.Context, now time.Time) {
 	d.lastSync = now
+	// Nothing this process's writer commits can be read here before its
+	// hand-over is taken (see Inbox.writer): a delivery read from the inbox
+	// is then either known already or never handed over.
+	d.inbox.syncMu.Lock()
+	defer d.inbox.syncMu.Unlock()
+	d.absorb(now)
 	if d.inbox.Shared() && d.loaded && now.Sub(d.lastFull) >= fullSyncEvery {
 		d.fullSync(ctx, now)
 		return

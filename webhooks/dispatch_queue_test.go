@@ -165,3 +165,42 @@ func TestDispatchRoutesDeliveriesStoredByAnEarlierWarden(t *testing.T) {
 		t.Fatalf("old-1's columns: routed %d, order_key %q", routed, key)
 	}
 }
+
+// TestDispatchSyncWaitsForTheHandOver: a delivery committed by this
+// process's writer is not read from the inbox before its hand-over: else a
+// delivery read, run and finished before its hand-over arrived would be
+// queued a second time by it. The writer is held between a commit and its
+// hand-over; the dispatcher's read of the inbox waits, then finds the
+// delivery known, handed over with its payload.
+func TestDispatchSyncWaitsForTheHandOver(t *testing.T) {
+	_, ib := newTestInbox(t)
+	inHook, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	ib.afterWrite = func() { once.Do(func() { close(inHook); <-release }) }
+	var released sync.Once
+	t.Cleanup(func() { released.Do(func() { close(release) }) }) // before the inbox closes
+	d := NewDispatcher(ib, HandlerFunc(func(context.Context, *Delivery) (Result, error) { return Result{}, nil }),
+		nil, discardLogger(), fastOptions(DispatchOptions{}))
+	go storeIssue(t, ib, "x", "issues", 1, 1, "alice")
+	<-inHook // committed, not handed over
+	synced := make(chan struct{})
+	go func() {
+		d.sync(context.Background(), time.Now())
+		close(synced)
+	}()
+	select {
+	case <-synced:
+		t.Fatal("the inbox was read between a commit and its hand-over")
+	case <-time.After(100 * time.Millisecond):
+	}
+	released.Do(func() { close(release) })
+	<-synced
+	if d.q.len() != 1 {
+		t.Fatalf("queue holds %d deliveries, want 1", d.q.len())
+	}
+	for _, e := range d.q.known {
+		if e.ID != "x" || e.payload == nil {
+			t.Fatalf("queued %s with payload %v: want x as handed over", e.ID, e.payload != nil)
+		}
+	}
+}

@@ -160,6 +160,10 @@ type Inbox struct {
 	// (the dispatcher's queue), after the commit. A dispatcher started on a
 	// running inbox (a replica restarting it) sets it while the writer runs.
 	queuedTo atomic.Pointer[func([]Queued)]
+	syncMu   sync.Mutex // held by the writer from a batch's write to its hand-over
+	// afterWrite, set by tests before use, runs between a batch's commit and
+	// its hand-over.
+	afterWrite func()
 	// queueRowsRead and payloadReads count the dispatcher's reads (what
 	// picking work costs; the tests hold it to the work started).
 	queueRowsRead, payloadReads atomic.Int64
@@ -311,7 +315,18 @@ func (ib *Inbox) writer() {
 		// deliveries is never held back.
 		busy := len(batch) >= 4 && time.Since(lastEnd) < ib.gatherWait
 		batch = ib.gather(append(batch[:0], first), busy)
+		// The commit and the hand-over are one step to a dispatcher reading
+		// the inbox's queue (syncMu): it never reads a committed delivery
+		// whose hand-over is still to come, and so never takes one twice.
+		ib.syncMu.Lock()
 		results, queued, err := ib.writeBatch(batch)
+		if ib.afterWrite != nil {
+			ib.afterWrite()
+		}
+		if f := ib.queuedTo.Load(); err == nil && len(queued) > 0 && f != nil {
+			(*f)(queued)
+		}
+		ib.syncMu.Unlock()
 		lastEnd = time.Now()
 		for i, r := range batch {
 			if err != nil {
@@ -319,9 +334,6 @@ func (ib *Inbox) writer() {
 			} else {
 				r.res <- results[i]
 			}
-		}
-		if f := ib.queuedTo.Load(); err == nil && len(queued) > 0 && f != nil {
-			(*f)(queued)
 		}
 		if err == nil && ib.afterCommit != nil {
 			ib.afterCommit()

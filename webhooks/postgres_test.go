@@ -43,6 +43,11 @@ func TestInboxPostgres(t *testing.T) {
 		{"DispatchGracefulStopFinishesInFlight", TestDispatchGracefulStopFinishesInFlight},
 		{"DispatchGraceExpiredLeavesDeliveryPending", TestDispatchGraceExpiredLeavesDeliveryPending},
 		{"DispatchBacklogDoesNotStarveOtherKeys", TestDispatchBacklogDoesNotStarveOtherKeys},
+		{"DispatchReadsEachPendingDeliveryOnce", TestDispatchReadsEachPendingDeliveryOnce},
+		{"DispatchHandsOverInMemory", TestDispatchHandsOverInMemory},
+		{"DispatchSeesAnotherProcessesRetry", TestDispatchSeesAnotherProcessesRetry},
+		{"DispatchRoutesDeliveriesStoredByAnEarlierWarden", TestDispatchRoutesDeliveriesStoredByAnEarlierWarden},
+		{"DispatchSyncWaitsForTheHandOver", TestDispatchSyncWaitsForTheHandOver},
 	}
 	pgSchemas = map[string]string{}
 	defer func() { pgSchemas = nil }()
