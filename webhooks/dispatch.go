@@ -461,24 +461,32 @@ func (d *Dispatcher) unclaimed(ctx context.Context, e *entry, claimErr error) ta
 
 func (d *Dispatcher) process(ctx context.Context, claim *Claim, e *entry) taskResult {
 	m := e.Meta
-	log := d.log.With("delivery", e.ID, "event", e.Event, "action", m.Action,
-		"installation", m.Installation, "repo", m.Repo, "number", m.Number)
+	// The delivery's logger is built only when something is logged: most
+	// deliveries log nothing above debug, and building it is a formatting
+	// of six attributes.
+	log := sync.OnceValue(func() *slog.Logger {
+		return d.log.With("delivery", e.ID, "event", e.Event, "action", m.Action,
+			"installation", m.Installation, "repo", m.Repo, "number", m.Number)
+	})
+	debug := d.log.Enabled(ctx, slog.LevelDebug)
 	if e.RouteErr != "" {
-		log.Error("delivery cannot be routed; dead letter", "err", e.RouteErr)
-		return d.recordFailure(log, claim, e, e.Attempts+1, Permanent(errors.New(e.RouteErr)))
+		log().Error("delivery cannot be routed; dead letter", "err", e.RouteErr)
+		return d.recordFailure(log(), claim, e, e.Attempts+1, Permanent(errors.New(e.RouteErr)))
 	}
 	payload := e.payload
 	if payload == nil {
 		var err error
 		if payload, err = d.inbox.Payload(ctx, e.Seq); err != nil {
-			log.Error("load payload", "err", err)
+			log().Error("load payload", "err", err)
 			d.inbox.Abandon(claim)
 			return taskResult{e: e, due: time.Now().Add(d.opt.Poll)} // still pending; tried again soon
 		}
 	}
 	dv := &Delivery{Seq: e.Seq, ID: e.ID, Event: e.Event, Payload: payload, Attempt: e.Attempts + 1, Meta: m,
 		FromSelf: IsBot(m.Sender, d.Bot())}
-	log.Debug("delivery handling", "attempt", dv.Attempt)
+	if debug {
+		log().Debug("delivery handling", "attempt", dv.Attempt)
+	}
 	start := time.Now()
 	res, err := safeHandle(ctx, d.handler, dv)
 	if err == nil {
@@ -491,21 +499,23 @@ func (d *Dispatcher) process(ctx context.Context, claim *Claim, e *entry) taskRe
 			d.m.Processing.WithLabelValues(e.Event).Observe(time.Since(start).Seconds())
 			d.m.Latency.WithLabelValues(e.Event).Observe(time.Since(e.ReceivedAt).Seconds())
 			d.m.Outcomes.WithLabelValues(e.Event, outcomeClass(outcome)).Inc()
-			log.Debug("delivery processed", "outcome", outcome, "attempt", dv.Attempt)
+			if debug {
+				log().Debug("delivery processed", "outcome", outcome, "attempt", dv.Attempt)
+			}
 			return taskResult{e: e, gone: true}
 		}
 		if errors.Is(err, ErrNotPending) {
-			log.Warn("delivery changed state under its handler; dropped", "err", err)
+			log().Warn("delivery changed state under its handler; dropped", "err", err)
 			return taskResult{e: e, gone: true}
 		}
 	}
 	if ctx.Err() != nil {
 		d.inbox.Abandon(claim)
-		log.Info("handler interrupted by shutdown; delivery stays queued", "err", err)
+		log().Info("handler interrupted by shutdown; delivery stays queued", "err", err)
 		return taskResult{e: e, due: e.Due}
 	}
 	d.m.Processing.WithLabelValues(e.Event).Observe(time.Since(start).Seconds())
-	return d.recordFailure(log, claim, e, dv.Attempt, err)
+	return d.recordFailure(log(), claim, e, dv.Attempt, err)
 }
 
 // outcomeClass is the bounded metric label for a free-text outcome: its
