@@ -86,6 +86,8 @@ type taskResult struct {
 	due  time.Time // otherwise: when it may run again
 	// held: another replica holds the delivery or its key.
 	held bool
+	// add is an earlier delivery of the key to queue (see Inbox.Claim).
+	add *Queued
 }
 
 // elsewhereFor is how long a replica leaves an order key alone after
@@ -381,6 +383,9 @@ func (d *Dispatcher) finish(r taskResult) {
 	if r.held {
 		d.q.holdKey(r.e.kq, now.Add(elsewhereFor))
 	}
+	if r.add != nil {
+		d.q.add(*r.add, now) // its key is busy: considered when finished below
+	}
 	d.q.finished(r.e, r.gone, r.due, now)
 }
 
@@ -429,9 +434,18 @@ func (d *Dispatcher) fill(workCtx context.Context, wg *sync.WaitGroup, now time.
 
 // run claims and processes one delivery and says how it ended.
 func (d *Dispatcher) run(ctx context.Context, e *entry, now time.Time) taskResult {
-	claim, ok, err := d.inbox.Claim(ctx, e.Seq, e.Meta.OrderKey, now)
+	claim, ok, earlier, err := d.inbox.Claim(ctx, e.Seq, e.Meta.OrderKey, now)
 	if err != nil && ctx.Err() == nil {
 		d.log.Warn("dispatcher: claim delivery", "delivery", e.ID, "err", err)
+	}
+	if earlier > 0 {
+		// Another replica's delivery of this key, earlier, not yet read
+		// here: it is queued, and runs first.
+		q, pending, err := d.inbox.queuedOne(ctx, earlier)
+		if err != nil || !pending {
+			return taskResult{e: e, due: time.Now().Add(d.opt.Poll)}
+		}
+		return taskResult{e: e, due: e.Due, add: &q}
 	}
 	if !ok {
 		return d.unclaimed(ctx, e, err)

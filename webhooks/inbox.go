@@ -134,6 +134,10 @@ ALTER TABLE inbox ADD COLUMN route_error TEXT NOT NULL DEFAULT '';
 ALTER TABLE inbox ADD COLUMN queued BIGINT NOT NULL DEFAULT 0;
 UPDATE inbox SET queued = seq;
 CREATE INDEX inbox_queued ON inbox (queued);
+`}, {Version: 4, SQL: `SELECT 1 -- PostgreSQL only: one process drains a SQLite inbox`, Postgres: `
+-- A replica claiming a delivery checks that no earlier due delivery of its
+-- order key is pending (one another replica accepted and it has not read).
+CREATE INDEX inbox_pending_key ON inbox (order_key, seq) WHERE state = 'pending';
 `}}
 
 // Inbox is the durable delivery inbox. One writer goroutine gathers every

@@ -18,8 +18,13 @@ const queuedSelect = `SELECT seq, queued, delivery_id, event, attempts, received
 // (their routing columns empty) are routed first, from their payloads, and
 // their columns filled, once.
 func (ib *Inbox) queuedSince(ctx context.Context, after int64, limit int) ([]Queued, error) {
-	rows, err := ib.db.Read.QueryContext(ctx, queuedSelect+` WHERE state = 'pending' AND queued > $1 ORDER BY queued LIMIT $2`,
-		after, limit)
+	return ib.queuedWhere(ctx, ` WHERE state = 'pending' AND queued > $1 ORDER BY queued LIMIT $2`, after, limit)
+}
+
+// queuedWhere reads pending deliveries' routing facts, routing those an
+// earlier warden stored.
+func (ib *Inbox) queuedWhere(ctx context.Context, where string, args ...any) ([]Queued, error) {
+	rows, err := ib.db.Read.QueryContext(ctx, queuedSelect+where, args...)
 	if err != nil {
 		return nil, fmt.Errorf("inbox: list queued: %w", err)
 	}
@@ -84,6 +89,16 @@ func (ib *Inbox) routeLegacy(ctx context.Context, out []Queued, which []int) err
 		return fmt.Errorf("inbox: commit routing stored deliveries: %w", err)
 	}
 	return nil
+}
+
+// queuedOne reads pending delivery seq's routing facts (ok false when it
+// is no longer pending).
+func (ib *Inbox) queuedOne(ctx context.Context, seq int64) (Queued, bool, error) {
+	qs, err := ib.queuedWhere(ctx, ` WHERE state = 'pending' AND seq = $1`, seq)
+	if err != nil || len(qs) == 0 {
+		return Queued{}, false, err
+	}
+	return qs[0], true, nil
 }
 
 // deliveryState is where a delivery stands now: its state, and when a

@@ -93,35 +93,42 @@ type Claim struct {
 // claimBoth takes the advisory lock of an order key (an issue, a pull
 // request, an installation; namespaced by schema like the db package's
 // named locks) and the delivery's row lock, skipping a row another replica
-// holds.
+// holds, and looks for an earlier due delivery of the key still pending
+// (one this replica has not heard of yet: another replica accepted it).
 const claimBoth = `SELECT pg_try_advisory_xact_lock(hashtextextended(current_schema() || '/inbox/' || $1, 0)),
-	(SELECT seq FROM inbox WHERE seq = $2 AND state = 'pending' AND next_attempt_at <= $3 FOR UPDATE SKIP LOCKED)`
+	(SELECT seq FROM inbox WHERE seq = $2 AND state = 'pending' AND next_attempt_at <= $3 FOR UPDATE SKIP LOCKED),
+	(SELECT MIN(seq) FROM inbox WHERE order_key = $1 AND state = 'pending' AND next_attempt_at <= $3 AND seq < $2)`
 
 // Claim takes pending delivery seq, due at now, whose order key is key. ok
-// is false when the delivery is no longer pending and due, or when another
-// replica holds it or another delivery with the same key. The claim's
-// transaction lives as long as ctx: cancelling ctx abandons it.
-func (ib *Inbox) Claim(ctx context.Context, seq int64, key string, now time.Time) (c *Claim, ok bool, err error) {
+// is false when the delivery is no longer pending and due, when another
+// replica holds it or another delivery with the same key, or when an
+// earlier due delivery of the key is pending (earlier names it: that one
+// runs first). The claim's transaction lives as long as ctx: cancelling
+// ctx abandons it.
+func (ib *Inbox) Claim(ctx context.Context, seq int64, key string, now time.Time) (c *Claim, ok bool, earlier int64, err error) {
 	if ib.db.Dialect != db.Postgres {
-		return &Claim{Seq: seq}, true, nil
+		return &Claim{Seq: seq}, true, 0, nil
 	}
 	tx, err := ib.db.Write.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, false, fmt.Errorf("inbox: begin claim #%d: %w", seq, err)
+		return nil, false, 0, fmt.Errorf("inbox: begin claim #%d: %w", seq, err)
 	}
 	// One round trip takes both locks; whichever fails, the rollback
 	// releases the other.
 	var locked bool
-	var row sql.NullInt64
-	err = tx.QueryRowContext(ctx, claimBoth, key, seq, now.UnixMilli()).Scan(&locked, &row)
-	if err != nil || !locked || !row.Valid {
+	var row, first sql.NullInt64
+	err = tx.QueryRowContext(ctx, claimBoth, key, seq, now.UnixMilli()).Scan(&locked, &row, &first)
+	if err != nil || !locked || !row.Valid || first.Valid {
 		tx.Rollback()
 		if err != nil {
-			return nil, false, fmt.Errorf("inbox: claim #%d: %w", seq, err)
+			return nil, false, 0, fmt.Errorf("inbox: claim #%d: %w", seq, err)
 		}
-		return nil, false, nil
+		if locked && first.Valid {
+			return nil, false, first.Int64, nil
+		}
+		return nil, false, 0, nil
 	}
-	return &Claim{Seq: seq, tx: tx}, true, nil
+	return &Claim{Seq: seq, tx: tx}, true, 0, nil
 }
 
 // Shared reports whether other replicas may drain this inbox too (it is on

@@ -214,3 +214,74 @@ func TestDispatchReplicasPostgres(t *testing.T) {
 	}
 	t.Logf("%d deliveries on 3 replicas, %d interrupted by the kill, %d failed once on purpose", len(ids), len(log.cut), len(flaky))
 }
+
+// TestDispatchReplicasKeepOrderAcrossAcceptors: replicas behind a load
+// balancer each accept some of an issue's deliveries while all of them run;
+// a replica handed its own later delivery must not run it before an
+// earlier one another replica accepted (Inbox.Claim finds it). Per issue,
+// deliveries are handled in receipt order.
+func TestDispatchReplicasKeepOrderAcrossAcceptors(t *testing.T) {
+	dsn := dbtest.PostgresURL(t)
+	ctx := context.Background()
+	const replicas, keys, perKey = 3, 4, 40
+	var mu sync.Mutex
+	order := map[string][]int64{}
+	handled := map[string]int{}
+	h := HandlerFunc(func(ctx context.Context, d *Delivery) (Result, error) {
+		mu.Lock()
+		order[d.Meta.OrderKey] = append(order[d.Meta.OrderKey], d.Seq)
+		handled[d.ID]++
+		mu.Unlock()
+		time.Sleep(time.Millisecond)
+		return Result{}, nil
+	})
+	ibs := make([]*Inbox, replicas)
+	for i := range ibs {
+		d, err := db.Open(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ib, err := OpenInbox(ctx, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ibs[i] = ib
+		disp := NewDispatcher(ib, h, nil, discardLogger(), fastOptions(DispatchOptions{Workers: 4}))
+		rctx, cancel := context.WithCancel(ctx)
+		done := make(chan error, 1)
+		go func() { done <- disp.Run(rctx) }()
+		t.Cleanup(func() { cancel(); <-done; ib.Close(); d.Close() })
+	}
+	var wg sync.WaitGroup
+	for k := 1; k <= keys; k++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range perKey {
+				// Each delivery to one replica, in turn: the load balancer.
+				storeIssue(t, ibs[(k+i)%replicas], fmt.Sprintf("k%d-%03d", k, i), "issue_comment", 1, k, "alice")
+			}
+		}()
+	}
+	wg.Wait()
+	waitFor(t, 60*time.Second, "every delivery handled", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(handled) == keys*perKey
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	for key, seqs := range order {
+		for i := 1; i < len(seqs); i++ {
+			if seqs[i] < seqs[i-1] {
+				t.Errorf("%s handled out of receipt order at %d: %v", key, i, seqs)
+				break
+			}
+		}
+	}
+	for id, n := range handled {
+		if n != 1 {
+			t.Errorf("%s handled %d times", id, n)
+		}
+	}
+}
