@@ -43,18 +43,6 @@ func (ib *Inbox) Due(ctx context.Context, now time.Time, after int64, limit int)
 	return out, rows.Err()
 }
 
-// NextDue returns when the earliest pending delivery becomes due, if any.
-func (ib *Inbox) NextDue(ctx context.Context) (time.Time, bool, error) {
-	var ms sql.NullInt64
-	err := ib.db.Read.QueryRowContext(ctx, `SELECT MIN(next_attempt_at) FROM inbox WHERE state = 'pending'`).Scan(&ms)
-	if err != nil {
-		return time.Time{}, false, fmt.Errorf("inbox: next due: %w", err)
-	}
-	if !ms.Valid {
-		return time.Time{}, false, nil
-	}
-	return time.UnixMilli(ms.Int64), true, nil
-}
 
 // Payload loads a delivery's body as GitHub sent it.
 func (ib *Inbox) Payload(ctx context.Context, seq int64) ([]byte, error) {

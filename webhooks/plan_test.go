@@ -7,9 +7,11 @@ import (
 	"testing"
 )
 
-// TestDueUsesThePendingIndex: the due scan reads the pending deliveries
-// through an index, not every row of the inbox (the done ones pile up).
-func TestDueUsesThePendingIndex(t *testing.T) {
+// TestQueueReadsUseIndexes: the dispatcher's reads of the inbox go through
+// an index, not every row of the inbox (the done ones pile up): what was
+// queued since it last looked (inbox_queued), and the due scan operators'
+// tools use (the pending index).
+func TestQueueReadsUseIndexes(t *testing.T) {
 	d := openTestDB(t, filepath.Join(t.TempDir(), "w.db"))
 	defer d.Close()
 	ib, err := OpenInbox(context.Background(), d)
@@ -17,23 +19,31 @@ func TestDueUsesThePendingIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ib.Close()
-	rows, err := ib.db.Read.QueryContext(context.Background(), `EXPLAIN QUERY PLAN SELECT seq, delivery_id, event, attempts, received_at FROM inbox
-		WHERE state = 'pending' AND next_attempt_at <= $1 AND seq > $2 ORDER BY seq LIMIT $3`, 1, 0, 10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var plan []string
-	for rows.Next() {
-		var id, parent, notused int
-		var detail string
-		if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+	for _, c := range []struct {
+		query string
+		args  []any
+		index string
+	}{
+		{queuedSelect + ` WHERE state = 'pending' AND queued > $1 ORDER BY queued LIMIT $2`, []any{0, 10}, "inbox_queued"},
+		{`SELECT seq, delivery_id, event, attempts, received_at FROM inbox
+			WHERE state = 'pending' AND next_attempt_at <= $1 AND seq > $2 ORDER BY seq LIMIT $3`, []any{1, 0, 10}, "inbox_pending_seq"},
+	} {
+		rows, err := ib.db.Read.QueryContext(context.Background(), `EXPLAIN QUERY PLAN `+c.query, c.args...)
+		if err != nil {
 			t.Fatal(err)
 		}
-		plan = append(plan, detail)
-	}
-	got := strings.Join(plan, "; ")
-	if !strings.Contains(got, "inbox_pending") {
-		t.Fatalf("the due scan does not use a pending index: %s", got)
+		var plan []string
+		for rows.Next() {
+			var id, parent, notused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		if got := strings.Join(plan, "; "); !strings.Contains(got, c.index) {
+			t.Errorf("%s does not use %s: %s", c.query, c.index, got)
+		}
 	}
 }
