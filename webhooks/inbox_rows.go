@@ -43,7 +43,6 @@ func (ib *Inbox) Due(ctx context.Context, now time.Time, after int64, limit int)
 	return out, rows.Err()
 }
 
-
 // Payload loads a delivery's body as GitHub sent it.
 func (ib *Inbox) Payload(ctx context.Context, seq int64) ([]byte, error) {
 	var p []byte
