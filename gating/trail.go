@@ -237,6 +237,13 @@ func (e *trlEval) report(code string, fence int64, detail string, ids ...int64) 
 // item whose fence is above zero with nothing evidencing its claims counts
 // one attempt, flagged unknown.
 func EvaluateTrail(in TrailInput) TrailResult {
+	res, _ := evaluateTrail(in)
+	return res
+}
+
+// evaluateTrail is EvaluateTrail with the evaluation it ran (its custody
+// records, for SummarizeTrail).
+func evaluateTrail(in TrailInput) (TrailResult, *trlEval) {
 	e := &trlEval{in: &in}
 	e.canonical()
 	e.readComments()
@@ -256,7 +263,7 @@ func EvaluateTrail(in TrailInput) TrailResult {
 	if res.Findings == nil {
 		res.Findings = []TrailFinding{}
 	}
-	return res
+	return res, e
 }
 
 // canonical orders comments by (CreatedAt, ID) and grants by fence, and

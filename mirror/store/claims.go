@@ -158,7 +158,7 @@ type attempt struct {
 func (l *Ledger) claimOnce(ctx context.Context, repoID int64, n int, req ClaimRequest, lease time.Duration, head bool) (attempt, error) {
 	var a attempt
 	id := gating.IDFor(n)
-	err := l.writeTx(ctx, func(tx *sql.Tx) error {
+	err := l.writeTxQ(ctx, func(ctx context.Context, tx Querier) error {
 		repo, err := servedRepo(ctx, tx, repoID)
 		if err != nil {
 			return err
@@ -171,9 +171,10 @@ func (l *Ledger) claimOnce(ctx context.Context, repoID int64, n int, req ClaimRe
 			a.res = notGranted(id, ReasonMissing)
 			return nil
 		}
-		if home, ok, err := homeRegion(ctx, tx, repoID, n); err != nil {
+		if err := loadTagsLinks(ctx, tx, repoID, n-1, n, map[int]*Item{n: it}); err != nil {
 			return err
-		} else if !ok || home != l.cfg.Region {
+		}
+		if home, ok := (&gating.Item{Tags: it.Tags}).Tag("homeRegion"); !ok || home != l.cfg.Region {
 			a.res = notGranted(id, ReasonForeignRegion)
 			return nil
 		}
@@ -185,15 +186,28 @@ func (l *Ledger) claimOnce(ctx context.Context, repoID int64, n int, req ClaimRe
 			}
 			return nil
 		}
-		if req.Purpose != "maintenance" {
-			if err := loadTagsLinks(ctx, tx, repoID, n-1, n, map[int]*Item{n: it}); err != nil {
+		// From here to the commit the item's history is this claim's to
+		// read and summarise.
+		if err := l.lockSummary(ctx, tx, repoID, n); err != nil {
+			return err
+		}
+		var sum gating.TrailSummary
+		var hadSum bool
+		var hist *gating.TrailInput // the whole history, when the judgement read it
+		if req.Purpose == "maintenance" {
+			if sum, hadSum, err = readSummary(ctx, tx, repoID, n); err != nil {
 				return err
 			}
-			rs, err := l.claimSnapshot(ctx, tx, repo, l.settingsFor(ctx, repo), it)
+		} else {
+			snap, j, err := l.judgeSnapshot(ctx, tx, repo, l.settingsFor(ctx, repo), it)
 			if err != nil {
 				return err
 			}
-			if ok, ex := gating.Claimable(rs.Snapshot, id, req.Owner); !ok {
+			sum, hadSum = j.sums[n]
+			if in, ok := j.inputs[n]; ok {
+				hist = &in
+			}
+			if ok, ex := gating.Claimable(snap, id, req.Owner); !ok {
 				switch ex.Reason {
 				case gating.ExForeignRegion:
 					a.res = notGranted(id, ReasonForeignRegion)
@@ -225,6 +239,11 @@ func (l *Ledger) claimOnce(ctx context.Context, repoID int64, n int, req ClaimRe
 			repoID, n, fence, req.Owner, l.cfg.Region, req.Branch, req.Purpose, now, exp); err != nil {
 			return fmt.Errorf("claim %s: grant log: %w", id, err)
 		}
+		g := gating.GrantEntry{Fence: fence, Owner: req.Owner, Maintenance: req.Purpose == "maintenance", Branch: req.Branch,
+			GrantedAt: msTime(now), LeaseExpiresAt: msTime(exp)}
+		if err := summaryAfterGrant(ctx, tx, repoID, n, sum, hadSum, hist, g); err != nil {
+			return err
+		}
 		a.res = grantedResult(id, fence, req.Owner, l.cfg.Region, exp, lease)
 		return nil
 	})
@@ -254,7 +273,7 @@ func (l *Ledger) Renew(ctx context.Context, repoID int64, id gating.ItemID, toke
 	}
 	lease := gating.ClampLease(leaseSeconds, l.cfg.LeaseDefault, l.cfg.LeaseMax)
 	var out ClaimResult
-	err = l.writeTx(ctx, func(tx *sql.Tx) error {
+	err = l.writeTxQ(ctx, func(ctx context.Context, tx Querier) error {
 		if _, err := servedRepo(ctx, tx, repoID); err != nil {
 			return err
 		}
@@ -316,7 +335,7 @@ func (l *Ledger) Release(ctx context.Context, repoID int64, id gating.ItemID, to
 	out := ReleaseResult{Key: string(id), FencingToken: token}
 	no := func(reason string) { out.Reason = &reason }
 	released := false
-	err = l.writeTx(ctx, func(tx *sql.Tx) error {
+	err = l.writeTxQ(ctx, func(ctx context.Context, tx Querier) error {
 		it, err := l.loadHead(ctx, tx, lockUpdate, repoID, n)
 		if err != nil {
 			return err
@@ -340,6 +359,13 @@ func (l *Ledger) Release(ctx context.Context, repoID int64, id gating.ItemID, to
 			return refusal(ReasonOwnerNotAllowed, "worker %s may not release the claim of %s", actor.Name, owner)
 		}
 		now := l.nowMs()
+		if err := l.lockSummary(ctx, tx, repoID, n); err != nil {
+			return err
+		}
+		sum, hadSum, err := readSummary(ctx, tx, repoID, n)
+		if err != nil {
+			return err
+		}
 		if _, err := tx.ExecContext(ctx, `UPDATE ledger_items SET released = $1 WHERE repo_id = $2 AND number = $3 AND released < $1`,
 			token, repoID, n); err != nil {
 			return fmt.Errorf("release %s: %w", id, err)
@@ -347,6 +373,9 @@ func (l *Ledger) Release(ctx context.Context, repoID int64, id gating.ItemID, to
 		if _, err := tx.ExecContext(ctx, `UPDATE ledger_grants SET released_at = $1 WHERE repo_id = $2 AND number = $3 AND fence = $4`,
 			now, repoID, n, token); err != nil {
 			return fmt.Errorf("release %s: grant log: %w", id, err)
+		}
+		if err := extendSummary(ctx, tx, repoID, n, sum, hadSum, func(s gating.TrailSummary) (gating.TrailSummary, bool) { return s.WithRelease(token) }); err != nil {
+			return err
 		}
 		out.Released = true
 		released = true

@@ -185,10 +185,21 @@ func (l *Ledger) RecordBranchPush(ctx context.Context, repoID int64, branch stri
 		if err := rows.Err(); err != nil {
 			return fmt.Errorf("grants on branch %s: %w", branch, err)
 		}
+		p := gating.BranchPush{At: msTime(at.UnixMilli()), Branch: branch, Login: login}
 		for _, n := range nums {
+			if err := l.lockSummary(ctx, tx, repoID, n); err != nil {
+				return err
+			}
+			sum, hadSum, err := readSummary(ctx, tx, repoID, n)
+			if err != nil {
+				return err
+			}
 			if _, err := tx.ExecContext(ctx, `INSERT INTO ledger_pushes (repo_id, number, branch, at, login) VALUES ($1, $2, $3, $4, $5)
 				ON CONFLICT (repo_id, number, branch, at, login) DO NOTHING`, repoID, n, branch, at.UnixMilli(), login); err != nil {
 				return fmt.Errorf("log a push to %s for %s: %w", branch, gating.IDFor(n), err)
+			}
+			if err := extendSummary(ctx, tx, repoID, n, sum, hadSum, func(s gating.TrailSummary) (gating.TrailSummary, bool) { return s.WithPush(p) }); err != nil {
+				return err
 			}
 		}
 		return nil

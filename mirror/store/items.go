@@ -116,30 +116,6 @@ func (l *Ledger) loadHead(ctx context.Context, q Querier, m lockMode, repoID int
 	return it, nil
 }
 
-// homeRegion reads an item's homeRegion: tag ("" and false when it has
-// none).
-func homeRegion(ctx context.Context, q Querier, repoID int64, n int) (string, bool, error) {
-	rows, err := q.QueryContext(ctx, `SELECT tag FROM ledger_tags WHERE repo_id = $1 AND number = $2`, repoID, n)
-	if err != nil {
-		return "", false, fmt.Errorf("read tags of %s: %w", gating.IDFor(n), err)
-	}
-	defer rows.Close()
-	var tags []string
-	for rows.Next() {
-		var t string
-		if err := rows.Scan(&t); err != nil {
-			return "", false, fmt.Errorf("read tags of %s: %w", gating.IDFor(n), err)
-		}
-		tags = append(tags, t)
-	}
-	if err := rows.Err(); err != nil {
-		return "", false, fmt.Errorf("read tags of %s: %w", gating.IDFor(n), err)
-	}
-	slices.Sort(tags)
-	v, ok := (&gating.Item{Tags: tags}).Tag("homeRegion")
-	return v, ok, nil
-}
-
 // loadTagsLinks fills the tags and links of the items numbered in
 // (after, upto], each sorted: tags bytewise, links by relation (gating.Rels
 // order) then target.

@@ -86,6 +86,9 @@ type Ledger struct {
 
 	mu     sync.Mutex
 	queues map[itemKey][]*waiter // claimants waiting (bounded wait), FIFO per item
+
+	stmts stmtCache    // the hot writers' prepared statements (SQLite; stmtcache.go)
+	batch writeBatcher // the hot writers' group commit (SQLite; writebatch.go)
 }
 
 type itemKey struct {

@@ -31,6 +31,7 @@ var schema = []struct {
 	{"reports", reportMigrations},
 	{"settings", settingsMigrations},
 	{"disowned", disownedMigrations},
+	{"trail_summary", trailSummaryMigrations},
 }
 
 // Migrate applies every step of the schema that has not run on d yet. It is

@@ -75,7 +75,7 @@ func (l *Ledger) Snapshot(ctx context.Context, repoID int64) (*Snapshot, error) 
 		if err != nil {
 			return err
 		}
-		out, err = l.loadSnapshot(ctx, tx, repo, l.settingsFor(ctx, repo), nil)
+		out, err = l.loadSnapshot(ctx, tx, repo, l.settingsFor(ctx, repo), nil, nil)
 		return err
 	})
 	if err != nil {
@@ -157,6 +157,12 @@ func (l *Ledger) ClaimSnapshot(ctx context.Context, repoID int64, id gating.Item
 // grouping it integrates, and every item in flight (a claim neither released
 // nor superseded: held, lapsed or abandoned).
 func (l *Ledger) claimSnapshot(ctx context.Context, q Querier, repo Repo, set gating.Settings, cand *Item) (*Snapshot, error) {
+	return l.claimSnapshotWith(ctx, q, repo, set, cand, nil)
+}
+
+// claimSnapshotWith is claimSnapshot, read for a judgement when j is set
+// (loadSnapshot).
+func (l *Ledger) claimSnapshotWith(ctx context.Context, q Querier, repo Repo, set gating.Settings, cand *Item, j *judging) (*Snapshot, error) {
 	want := map[int]bool{cand.ID.Number(): true}
 	groups := []string{string(cand.ID)}
 	for _, lk := range cand.Links {
@@ -177,19 +183,18 @@ func (l *Ledger) claimSnapshot(ctx context.Context, q Querier, repo Repo, set ga
 		args = append(args, g)
 		ph[i] = "$" + strconv.Itoa(len(args))
 	}
+	// ... and every item in flight, in the same query.
 	if err := collectNumbers(ctx, q, want, `SELECT number FROM ledger_links WHERE repo_id = $1 AND (rel = $2 OR rel = $3)
-		AND target IN (`+strings.Join(ph, ", ")+`)`, args...); err != nil {
-		return nil, fmt.Errorf("read the grouping of %s: %w", cand.ID, err)
-	}
-	if err := collectNumbers(ctx, q, want, `SELECT number FROM ledger_items WHERE repo_id = $1 AND fence > released`, repo.ID); err != nil {
-		return nil, fmt.Errorf("read the items in flight: %w", err)
+		AND target IN (`+strings.Join(ph, ", ")+`)
+		UNION SELECT number FROM ledger_items WHERE repo_id = $1 AND fence > released`, args...); err != nil {
+		return nil, fmt.Errorf("read the grouping of %s and the items in flight: %w", cand.ID, err)
 	}
 	nums := make([]int, 0, len(want))
 	for n := range want {
 		nums = append(nums, n)
 	}
 	slices.Sort(nums)
-	return l.loadSnapshot(ctx, q, repo, set, nums)
+	return l.loadSnapshot(ctx, q, repo, set, nums, j)
 }
 
 func collectNumbers(ctx context.Context, q Querier, into map[int]bool, query string, args ...any) error {
@@ -256,8 +261,10 @@ func eachChunk(ctx context.Context, q Querier, repoID int64, nums []int, query, 
 }
 
 // loadSnapshot reads the items numbered nums (nil: every item of the
-// repository) and what the ready set needs of them, through q.
-func (l *Ledger) loadSnapshot(ctx context.Context, q Querier, repo Repo, set gating.Settings, nums []int) (*Snapshot, error) {
+// repository) and what the ready set needs of them, through q. With j (a
+// claim's judgement; nums set), an item's grant log, trail and pushes are
+// read only when it has no true summary (judging).
+func (l *Ledger) loadSnapshot(ctx context.Context, q Querier, repo Repo, set gating.Settings, nums []int, j *judging) (*Snapshot, error) {
 	rs := &Snapshot{Repo: repo, Settings: set, Items: map[gating.ItemID]*Item{}, Grants: map[gating.ItemID][]Grant{},
 		Trails: map[gating.ItemID]gating.TrailResult{}, StaleAnchors: map[gating.ItemID][]AnchorState{}}
 	byNum := map[int]*Item{}
@@ -306,8 +313,19 @@ func (l *Ledger) loadSnapshot(ctx context.Context, q Querier, repo Repo, set gat
 	if err != nil {
 		return nil, fmt.Errorf("snapshot of %s: links: %w", repo.FullName, err)
 	}
+	histNums := nums // the items whose history is read
+	f := newItemFacts()
+	if j != nil {
+		// One query for the admissions, labels, epochs and summaries.
+		if err := j.readFacts(ctx, q, repo.ID, nums, set, f); err != nil {
+			return nil, fmt.Errorf("snapshot of %s: admissions, labels, epochs, summaries: %w", repo.FullName, err)
+		}
+		histNums = j.historyNums(byNum)
+	} else if err := l.readFacts(ctx, q, repo, nums, set, f); err != nil {
+		return nil, err
+	}
 	grants := map[int][]Grant{}
-	err = eachChunk(ctx, q, repo.ID, nums, `SELECT number, fence, owner, region, branch, purpose, granted_at, lease_expires_at, released_at
+	err = eachChunk(ctx, q, repo.ID, histNums, `SELECT number, fence, owner, region, branch, purpose, granted_at, lease_expires_at, released_at
 		FROM ledger_grants WHERE repo_id = $1`, "number", func(rows *sql.Rows) error {
 		var n int
 		var g Grant
@@ -330,39 +348,9 @@ func (l *Ledger) loadSnapshot(ctx context.Context, q Querier, repo Repo, set gat
 	if err != nil {
 		return nil, fmt.Errorf("snapshot of %s: grant log: %w", repo.FullName, err)
 	}
-	admitted := map[int]bool{}
-	err = eachChunk(ctx, q, repo.ID, nums, `SELECT number FROM admissions WHERE repo_id = $1`, "number", func(rows *sql.Rows) error {
-		var n int
-		if err := rows.Scan(&n); err != nil {
-			return err
-		}
-		admitted[n] = true
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("snapshot of %s: admissions: %w", repo.FullName, err)
-	}
-	gated, unlabeled := map[int]bool{}, map[int]bool{}
-	err = eachChunk(ctx, q, repo.ID, nums, `SELECT number, labels FROM issue_state WHERE repo_id = $1`, "number", func(rows *sql.Rows) error {
-		var n int
-		var labels string
-		if err := rows.Scan(&n, &labels); err != nil {
-			return err
-		}
-		ls, err := decodeLabels(labels)
-		if err != nil {
-			return fmt.Errorf("#%d: %w", n, err)
-		}
-		gated[n] = HasLabel(ls, set.AdmissionLabel)
-		unlabeled[n] = !HasLabel(ls, set.ItemLabel)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("snapshot of %s: issue labels: %w", repo.FullName, err)
-	}
 
 	trails := map[int][]TrailRecord{}
-	err = eachChunk(ctx, q, repo.ID, nums, trailSelect+` WHERE repo_id = $1`, "number", func(rows *sql.Rows) error {
+	err = eachChunk(ctx, q, repo.ID, histNums, trailSelect+` WHERE repo_id = $1`, "number", func(rows *sql.Rows) error {
 		n, r, err := scanTrail(rows)
 		if err != nil {
 			return err
@@ -375,28 +363,8 @@ func (l *Ledger) loadSnapshot(ctx context.Context, q Querier, repo Repo, set gat
 	if err != nil {
 		return nil, fmt.Errorf("snapshot of %s: comment trail: %w", repo.FullName, err)
 	}
-	epochs := map[int]Epoch{}
-	err = eachChunk(ctx, q, repo.ID, nums, `SELECT number, epoch_start, resolved_at FROM item_epochs WHERE repo_id = $1`, "number", func(rows *sql.Rows) error {
-		var n int
-		var start, resolved int64
-		if err := rows.Scan(&n, &start, &resolved); err != nil {
-			return err
-		}
-		var e Epoch
-		if start > 0 {
-			e.Start = msTime(start)
-		}
-		if resolved > 0 {
-			e.ResolvedAt = msTime(resolved)
-		}
-		epochs[n] = e
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("snapshot of %s: epochs: %w", repo.FullName, err)
-	}
 	pushes := map[int][]gating.BranchPush{}
-	err = eachChunk(ctx, q, repo.ID, nums, `SELECT number, branch, at, login FROM ledger_pushes WHERE repo_id = $1`, "number", func(rows *sql.Rows) error {
+	err = eachChunk(ctx, q, repo.ID, histNums, `SELECT number, branch, at, login FROM ledger_pushes WHERE repo_id = $1`, "number", func(rows *sql.Rows) error {
 		var n int
 		var p gating.BranchPush
 		var at int64
@@ -463,7 +431,7 @@ func (l *Ledger) loadSnapshot(ctx context.Context, q Querier, repo Repo, set gat
 		rs.Grants[it.ID] = gs
 		// An issue whose labels warden never saw is taken to carry the
 		// admission label: fail closed.
-		label, known := gated[n]
+		label, known := f.gated[n]
 		if it.Grant == nil {
 			it.Grant = trailHolder(it.ID, it.Fence, trails[n]) // a fence adopted from the trail
 		}
@@ -471,15 +439,23 @@ func (l *Ledger) loadSnapshot(ctx context.Context, q Querier, repo Repo, set gat
 			Item:              it.Snapshot(),
 			Claim:             claimView(it, evidence[n]),
 			AdmissionLabel:    label || !known,
-			AdmissionRecorded: admitted[n],
-			Attempts:          EpochAttempts(gs, epochs[n].Start),
+			AdmissionRecorded: f.admitted[n],
+		}
+		x := trailExtra{Epoch: f.epochs[n], Pushes: pushes[n]}
+		if j != nil {
+			// A judgement: the same attempts and hold, from the summary.
+			if err := j.judge(ctx, q, repo.ID, n, &cand, func() gating.TrailInput { return trailInput(it, trails[n], gs, now, x) }); err != nil {
+				return nil, fmt.Errorf("snapshot of %s: %w", repo.FullName, err)
+			}
+		} else {
+			cand.Attempts = EpochAttempts(gs, f.epochs[n].Start)
 		}
 		// The comment trail, read against the grant log (CONTRACT.md §6):
 		// attempts counted from the trail and floored by the grant log,
 		// takeover collisions, and the trail's findings. An item with no
 		// comment, no grant and no fence has nothing to read.
-		if len(trails[n]) > 0 || len(gs) > 0 || it.Fence.Token > 0 {
-			tr := trailEval(it, trails[n], gs, now, trailExtra{Epoch: epochs[n], Pushes: pushes[n]})
+		if j == nil && (len(trails[n]) > 0 || len(gs) > 0 || it.Fence.Token > 0) {
+			tr := trailEval(it, trails[n], gs, now, x)
 			rs.Trails[it.ID] = tr
 			cand.Attempts = max(cand.Attempts, tr.Attempts)
 			cand.CollisionHold = tr.CollisionHold
@@ -492,7 +468,7 @@ func (l *Ledger) loadSnapshot(ctx context.Context, q Querier, repo Repo, set gat
 		// and a removal of it is on record (a person's act a delivery
 		// showed, or what the census read). A payload of the same second
 		// as a re-labelling, handled late, shows no such act.
-		if unlabeled[n] && slices.ContainsFunc(labelFindings[n], func(d gating.Defect) bool { return d.Code == gating.ExItemLabelRemoved }) {
+		if f.unlabeled[n] && slices.ContainsFunc(labelFindings[n], func(d gating.Defect) bool { return d.Code == gating.ExItemLabelRemoved }) {
 			cand.ItemLabelRemoved = true
 		}
 		if st, ds := currentAnchorFindings(it, repo.DefaultBranch, anchors[n]); len(st) > 0 {

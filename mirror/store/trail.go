@@ -54,9 +54,29 @@ func (r TrailRecord) TrailComment() gating.TrailComment {
 func (l *Ledger) RecordTrailComment(ctx context.Context, repoID int64, number int, r TrailRecord) (bool, error) {
 	changed := false
 	err := l.writeTx(ctx, func(tx *sql.Tx) error {
+		if err := l.lockSummary(ctx, tx, repoID, number); err != nil {
+			return err
+		}
+		sum, hadSum, err := readSummary(ctx, tx, repoID, number)
+		if err != nil {
+			return err
+		}
 		old, err := trailRow(ctx, tx, repoID, number, r.CommentID)
 		if err != nil {
 			return err
+		}
+		// The summary, extended by this comment as recorded now (written
+		// after the comment, at the generation its write left).
+		extend := func(before *TrailRecord, after TrailRecord) error {
+			var was *gating.TrailComment
+			if before != nil {
+				c := before.TrailComment()
+				was = &c
+			}
+			now := stored(after).TrailComment() // as a whole read will see it
+			return extendSummary(ctx, tx, repoID, number, sum, hadSum, func(s gating.TrailSummary) (gating.TrailSummary, bool) {
+				return s.WithComment(was, now, gating.IDFor(number))
+			})
 		}
 		if old == nil {
 			changed = true
@@ -69,7 +89,7 @@ func (l *Ledger) RecordTrailComment(ctx context.Context, repoID int64, number in
 			if err != nil {
 				return fmt.Errorf("record comment %d on %s: %w", r.CommentID, gating.IDFor(number), err)
 			}
-			return nil
+			return extend(nil, r)
 		}
 		m := mergeTrail(*old, r)
 		if m == *old {
@@ -84,9 +104,15 @@ func (l *Ledger) RecordTrailComment(ctx context.Context, repoID int64, number in
 		if err != nil {
 			return fmt.Errorf("update comment %d on %s: %w", r.CommentID, gating.IDFor(number), err)
 		}
-		return nil
+		return extend(old, m)
 	})
 	return changed, err
+}
+
+// stored is r as its row reads back: its times in unix milliseconds, UTC.
+func stored(r TrailRecord) TrailRecord {
+	r.CreatedAt, r.EarliestAt, r.CurrentAt = msTime(r.CreatedAt.UnixMilli()), msTime(r.EarliestAt.UnixMilli()), msTime(r.CurrentAt.UnixMilli())
+	return r
 }
 
 // mergeTrail merges a delivery's view n into the stored row o.
@@ -182,14 +208,7 @@ func sortTrail(rs []TrailRecord) {
 // trailEval evaluates one item's trail against its grant log (the snapshot's
 // view of the item).
 func trailEval(it *Item, trail []TrailRecord, grants []Grant, now time.Time, x trailExtra) gating.TrailResult {
-	sortTrail(trail)
-	cs := make([]gating.TrailComment, len(trail))
-	for i, r := range trail {
-		cs[i] = r.TrailComment()
-	}
-	return gating.EvaluateTrail(gating.TrailInput{Item: it.ID, Comments: cs, Grants: grantEntries(grants),
-		Fence: it.Fence.Token, Tags: slices.Clone(it.Tags), Now: now, EpochStart: x.Epoch.Start,
-		CollisionResolvedAt: x.Epoch.ResolvedAt, Pushes: x.Pushes})
+	return gating.EvaluateTrail(trailInput(it, trail, grants, now, x))
 }
 
 // trailExtra is what the trail reads beside the comments and the grant log:
