@@ -432,6 +432,9 @@ func (l *Ledger) loadSnapshot(ctx context.Context, q Querier, repo Repo, set gat
 		// An issue whose labels warden never saw is taken to carry the
 		// admission label: fail closed.
 		label, known := f.gated[n]
+		// The trail in its order (the query's rows come in the database's):
+		// which marker holds an adopted fence must not depend on it.
+		sortTrail(trails[n])
 		if it.Grant == nil {
 			it.Grant = trailHolder(it.ID, it.Fence, trails[n]) // a fence adopted from the trail
 		}
