@@ -74,7 +74,7 @@ func main() {
 			}
 			return benchPostgres(ctx, *pgURL, cfg, cycles)
 		}},
-		{"ready", func() ([]Figure, error) { return benchReady(10000, 20000, readyRuns), nil }},
+		{"ready", func() ([]Figure, error) { return benchReady(readyRuns), nil }},
 		{"apicalls", func() ([]Figure, error) { return benchAPICalls(ctx, *quick) }},
 		{"reconcile", func() ([]Figure, error) { return benchReconcile(ctx, *quick) }},
 		{"adopt", func() ([]Figure, error) { return benchAdoptSection(ctx, *quick) }},

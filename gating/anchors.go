@@ -2,6 +2,7 @@ package gating
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -127,4 +128,93 @@ func StaleAnchorDefect(id ItemID, anchor, base, reason string, dangling bool) De
 		d = fmt.Sprintf("anchoredTo %s no longer exists on %s (%s): re-validate the specification and point the link at code that exists", anchor, base, reason)
 	}
 	return Defect{Code: DefectStaleAnchor, Item: id, Detail: d}
+}
+
+// anchorIndex is the in-flight items' anchoredTo radius, for step 7. Anchors
+// are normalised without a trailing "/"; "" (an anchor of "." or "/") is the
+// whole repository. A directory covers every path below it.
+type anchorIndex struct {
+	exact map[string][]int32 // an in-flight anchor → its items
+	under map[string][]int32 // a proper ancestor directory of an in-flight anchor → its items
+	root  []int32            // in-flight items anchored to the whole repository
+	any   []int32            // in-flight items with any anchor
+}
+
+func normAnchor(p string) string {
+	p = strings.TrimSuffix(p, "/")
+	if p == "." {
+		return ""
+	}
+	return p
+}
+
+func buildAnchorIndex(x *index) *anchorIndex {
+	a := &anchorIndex{exact: map[string][]int32{}, under: map[string][]int32{}}
+	for _, i := range x.flight {
+		has := false
+		for _, l := range x.es[i].c.Item.Links {
+			if l.Rel != AnchoredTo {
+				continue
+			}
+			has = true
+			p := normAnchor(l.Target)
+			if p == "" {
+				a.root = append(a.root, i)
+				continue
+			}
+			a.exact[p] = append(a.exact[p], i)
+			for k := strings.IndexByte(p, '/'); k >= 0; k = nextSlash(p, k) {
+				a.under[p[:k]] = append(a.under[p[:k]], i)
+			}
+		}
+		if has {
+			a.any = append(a.any, i)
+		}
+	}
+	return a
+}
+
+func nextSlash(p string, k int) int {
+	j := strings.IndexByte(p[k+1:], '/')
+	if j < 0 {
+		return -1
+	}
+	return k + 1 + j
+}
+
+// overlaps names the in-flight items (other than i) whose anchoredTo radius
+// overlaps item i's, in number order.
+func (x *index) overlaps(i int32) []ItemID {
+	if x.anchors == nil {
+		x.anchors = buildAnchorIndex(x)
+	}
+	if len(x.anchors.any) == 0 || !x.es[i].hasAnchor {
+		return nil
+	}
+	var hit []int32
+	for _, l := range x.es[i].c.Item.Links {
+		if l.Rel != AnchoredTo {
+			continue
+		}
+		p := normAnchor(l.Target)
+		if p == "" {
+			hit = append(hit, x.anchors.any...)
+			continue
+		}
+		hit = append(hit, x.anchors.root...)
+		hit = append(hit, x.anchors.exact[p]...)
+		hit = append(hit, x.anchors.under[p]...)
+		for k := strings.IndexByte(p, '/'); k >= 0; k = nextSlash(p, k) {
+			hit = append(hit, x.anchors.exact[p[:k]]...)
+		}
+	}
+	slices.SortFunc(hit, x.compare) // one item, one id: sorting and compacting the items sorts the ids
+	hit = slices.Compact(hit)
+	var ids []ItemID
+	for _, j := range hit {
+		if j != i {
+			ids = append(ids, x.es[j].id)
+		}
+	}
+	return ids
 }

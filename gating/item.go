@@ -2,6 +2,7 @@ package gating
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -15,27 +16,35 @@ func IDFor(n int) ItemID { return ItemID("issue-" + strconv.Itoa(n)) }
 
 // ParseID reads "issue-<n>" (n ≥ 1, no sign, no leading zeros) and returns n.
 func ParseID(s string) (int, error) {
-	rest, ok := strings.CutPrefix(s, "issue-")
-	if !ok || rest == "" || rest[0] == '0' || len(rest) > 10 {
-		return 0, fmt.Errorf("%q is not an item id (issue-<number>)", s)
+	if n := idNumber(s); n > 0 {
+		return n, nil
 	}
-	for _, c := range rest {
+	return 0, fmt.Errorf("%q is not an item id (issue-<number>)", s)
+}
+
+// idNumber is ParseID's number, or 0 when s is not an item id; it does not
+// allocate (the ready set reads every id and every blockedBy target).
+func idNumber(s string) int {
+	const prefix = "issue-"
+	if len(s) <= len(prefix) || len(s) > len(prefix)+10 || s[:len(prefix)] != prefix || s[len(prefix)] == '0' {
+		return 0
+	}
+	var n int64 // at most ten digits: no overflow
+	for k := len(prefix); k < len(s); k++ {
+		c := s[k]
 		if c < '0' || c > '9' {
-			return 0, fmt.Errorf("%q is not an item id (issue-<number>)", s)
+			return 0
 		}
+		n = n*10 + int64(c-'0')
 	}
-	n, err := strconv.Atoi(rest)
-	if err != nil || n <= 0 {
-		return 0, fmt.Errorf("%q is not an item id (issue-<number>)", s)
+	if n > math.MaxInt { // strconv.Atoi's range error where int is 32 bits
+		return 0
 	}
-	return n, nil
+	return int(n)
 }
 
 // Number returns the issue number of a well-formed id, or 0.
-func (id ItemID) Number() int {
-	n, _ := ParseID(string(id))
-	return n
-}
+func (id ItemID) Number() int { return idNumber(string(id)) }
 
 // Rel is a typed link relation.
 type Rel string

@@ -104,7 +104,8 @@ type ReportSummary struct {
 // BuildReport is the "where are we" report (CONTRACT.md §9 GET /report) from
 // a snapshot and its result (ComputeReady of the same snapshot).
 func BuildReport(s Snapshot, r Result) Report {
-	x := newIndex(&s)
+	x := indexSnapshot(&s, forReport)
+	defer x.release()
 	rep := Report{
 		InFlight:          []InFlightEntry{},
 		Ready:             slices.Clone(r.Ready),
@@ -122,21 +123,23 @@ func BuildReport(s Snapshot, r Result) Report {
 	if rep.Defects == nil {
 		rep.Defects = []Defect{}
 	}
-	blocked := make(map[ItemID]bool)
+	blocked := make([]bool, len(x.es)) // excluded as blocked or invalid
+	nBlocked := 0
 	for _, e := range r.Excluded {
 		if e.Reason == ExBlocked || e.Reason == ExInvalid {
-			blocked[e.Item] = true
+			if i, ok := x.ids.get(e.Item); ok {
+				blocked[i] = true
+				nBlocked++
+			}
 		}
 	}
-	order := make([]int32, len(x.es))
-	for i := range order {
-		order[i] = int32(i)
-	}
-	slices.SortFunc(order, func(a, b int32) int { return compareIDs(x.es[a].id, x.es[b].id) })
+	rep.Blocked = make([]BlockedEntry, 0, nBlocked)
+	var open []dep  // one item's unsatisfied edges
+	var on []ItemID // its WaitingOn, before it is copied into lists
+	var lists idLists
 
 	stalledItems := 0
-	var buf []edge
-	for _, i := range order {
+	for _, i := range x.order() {
 		e := &x.es[i]
 		cv := &e.c.Claim
 		if e.claim.InFlight() {
@@ -156,8 +159,8 @@ func BuildReport(s Snapshot, r Result) Report {
 			rep.Summary.Complete++
 		case stParked:
 			rep.Parked = append(rep.Parked, ParkedEntry{
-				Item: e.id, Attempts: e.c.Attempts, RulingOwner: e.owner,
-				RulingTopic: e.topic, Unpark: UnparkHint,
+				Item: e.id, Attempts: e.c.Attempts, RulingOwner: e.tagValue("ruling-owner"),
+				RulingTopic: e.tagValue("ruling-topic"), Unpark: UnparkHint,
 			})
 		}
 		if !e.pending() {
@@ -166,8 +169,7 @@ func BuildReport(s Snapshot, r Result) Report {
 		if why, _ := admission(e.c); why != "" {
 			rep.AwaitingAdmission = append(rep.AwaitingAdmission, AdmissionEntry{Item: e.id, Detail: why})
 		}
-		buf = x.appendEdges(buf[:0], i)
-		edges := buf
+		edges := x.depsOf(i)
 		stalled := false
 		for _, ed := range edges {
 			if ed.v != EdgeStalled {
@@ -175,33 +177,35 @@ func BuildReport(s Snapshot, r Result) Report {
 			}
 			te := &x.es[ed.ti]
 			rep.Stalled = append(rep.Stalled, StalledEntry{
-				Item: e.id, Blocker: ed.target,
-				RulingOwner: te.owner, RulingTopic: te.topic,
+				Item: e.id, Blocker: te.id,
+				RulingOwner: te.tagValue("ruling-owner"), RulingTopic: te.tagValue("ruling-topic"),
 			})
 			stalled = true
 		}
 		if stalled {
 			stalledItems++
 		}
-		if blocked[e.id] {
-			var on []ItemID
+		if blocked[i] {
+			open = open[:0]
 			for _, ed := range edges {
 				if ed.v != EdgeSatisfied {
-					on = append(on, ed.target)
+					open = append(open, ed)
 				}
+			}
+			slices.SortFunc(open, x.compareTargets) // an item's edges name distinct targets
+			on = on[:0]
+			for _, ed := range open {
+				on = append(on, x.target(ed))
 			}
 			if len(on) == 0 {
 				w, _ := x.groupWait(i)
 				for _, m := range w {
 					on = append(on, x.es[m].id)
 				}
+				slices.SortFunc(on, compareIDs)
+				on = slices.Compact(on)
 			}
-			slices.SortFunc(on, compareIDs)
-			on = slices.Compact(on)
-			if on == nil {
-				on = []ItemID{}
-			}
-			rep.Blocked = append(rep.Blocked, BlockedEntry{Item: e.id, WaitingOn: on})
+			rep.Blocked = append(rep.Blocked, BlockedEntry{Item: e.id, WaitingOn: lists.clone(on)})
 		}
 	}
 	rep.Summary.Items = len(x.es)
@@ -212,4 +216,21 @@ func BuildReport(s Snapshot, r Result) Report {
 	rep.Summary.Parked = len(rep.Parked)
 	rep.Summary.AwaitingAdmission = len(rep.AwaitingAdmission)
 	return rep
+}
+
+// idLists hands out many short lists of ids from a few shared arrays: a
+// report names what each blocked item waits on, and one allocation per
+// blocked item would be most of the report's. Each list's capacity is its
+// length, so appending to one copies it rather than overwriting the next.
+type idLists struct{ buf []ItemID }
+
+// clone copies ids into a list of their own (empty, never nil, when there
+// are none).
+func (l *idLists) clone(ids []ItemID) []ItemID {
+	if cap(l.buf)-len(l.buf) < len(ids) || l.buf == nil {
+		l.buf = make([]ItemID, 0, max(len(ids), 1024))
+	}
+	start := len(l.buf)
+	l.buf = append(l.buf, ids...)
+	return l.buf[start:len(l.buf):len(l.buf)]
 }

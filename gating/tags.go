@@ -38,7 +38,88 @@ func contains(list []string, s string) bool {
 
 // SplitTag splits "prefix:value"; a plain tag has no prefix.
 func SplitTag(t string) (prefix, value string, ok bool) {
-	return strings.Cut(t, ":")
+	if i := strings.IndexByte(t, ':'); i >= 0 {
+		return t[:i], t[i+1:], true
+	}
+	return t, "", false
+}
+
+// tagKind is what the ready set reads a tag as (readTag).
+type tagKind uint8
+
+const (
+	tagOther tagKind = iota // any tag the ready set does not read
+	tagBacklog
+	tagPriority
+	tagPhase
+	tagState
+	tagHomeRegion
+	tagBaseBranch
+	tagResource
+	tagThreshold
+	tagRulingOwner
+	tagRulingTopic
+)
+
+// readTag classifies a tag for the ready set, which reads every tag of every
+// item: the plain tag backlog, or a prefix it reads with the value (what
+// SplitTag gives). No such prefix holds a ":", so a tag has one as its
+// SplitTag prefix exactly when it starts with it and a colon; checking that
+// needs no search for the colon, and comparing with a constant compiles to
+// a few loads.
+func readTag(t string) (tagKind, string) {
+	const (
+		baseBranch  = "baseBranch:"
+		priority    = "priority:"
+		phase       = "phase:"
+		state       = "state:"
+		homeRegion  = "homeRegion:"
+		resource    = "resource:"
+		rulingOwner = "ruling-owner:"
+		rulingTopic = "ruling-topic:"
+		threshold   = "threshold:"
+	)
+	if t == "" {
+		return tagOther, ""
+	}
+	switch t[0] {
+	case 'b':
+		switch {
+		case t == "backlog":
+			return tagBacklog, ""
+		case len(t) >= len(baseBranch) && t[:len(baseBranch)] == baseBranch:
+			return tagBaseBranch, t[len(baseBranch):]
+		}
+	case 'p':
+		switch {
+		case len(t) >= len(priority) && t[:len(priority)] == priority:
+			return tagPriority, t[len(priority):]
+		case len(t) >= len(phase) && t[:len(phase)] == phase:
+			return tagPhase, t[len(phase):]
+		}
+	case 's':
+		if len(t) >= len(state) && t[:len(state)] == state {
+			return tagState, t[len(state):]
+		}
+	case 'h':
+		if len(t) >= len(homeRegion) && t[:len(homeRegion)] == homeRegion {
+			return tagHomeRegion, t[len(homeRegion):]
+		}
+	case 'r':
+		switch {
+		case len(t) >= len(resource) && t[:len(resource)] == resource:
+			return tagResource, t[len(resource):]
+		case len(t) >= len(rulingOwner) && t[:len(rulingOwner)] == rulingOwner:
+			return tagRulingOwner, t[len(rulingOwner):]
+		case len(t) >= len(rulingTopic) && t[:len(rulingTopic)] == rulingTopic:
+			return tagRulingTopic, t[len(rulingTopic):]
+		}
+	case 't':
+		if len(t) >= len(threshold) && t[:len(threshold)] == threshold {
+			return tagThreshold, t[len(threshold):]
+		}
+	}
+	return tagOther, ""
 }
 
 // ValidTagSyntax checks a tag is printable, without spaces, 1–200 bytes, and
