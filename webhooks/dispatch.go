@@ -67,8 +67,9 @@ type Dispatcher struct {
 
 	// handed holds what the inbox's writer handed over since the loop last
 	// looked (see Inbox.onQueued).
-	handMu sync.Mutex
-	handed []Queued
+	handMu      sync.Mutex
+	handed      []Queued
+	handedBytes int // payload bytes in handed
 
 	// loop-goroutine state
 	q          *queue
@@ -154,7 +155,15 @@ func NewDispatcher(ib *Inbox, h Handler, m *Metrics, log *slog.Logger, opt Dispa
 // pending. It never blocks on the loop.
 func (d *Dispatcher) handOver(qs []Queued) {
 	d.handMu.Lock()
-	d.handed = append(d.handed, qs...)
+	for _, q := range qs {
+		// Until the loop takes them (it waits for the App's identity
+		// first), payloads are held only up to the queue's own bound.
+		if d.handedBytes+len(q.payload) > maxCached {
+			q.payload = nil
+		}
+		d.handedBytes += len(q.payload)
+		d.handed = append(d.handed, q)
+	}
 	d.handMu.Unlock()
 	d.Wake()
 }
@@ -297,7 +306,7 @@ func (d *Dispatcher) learnIdentity(ctx context.Context) error {
 func (d *Dispatcher) absorb(now time.Time) {
 	d.handMu.Lock()
 	handed := d.handed
-	d.handed = nil
+	d.handed, d.handedBytes = nil, 0
 	d.handMu.Unlock()
 	for _, h := range handed {
 		if d.loaded && h.Queued == d.lastQueued+1 {

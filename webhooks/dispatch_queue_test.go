@@ -204,3 +204,26 @@ func TestDispatchSyncWaitsForTheHandOver(t *testing.T) {
 		}
 	}
 }
+
+// TestDispatchHandOverIsBoundedBeforeItRuns: while the dispatcher waits
+// for the App's identity, the writer's hand-overs pile up; their payloads
+// are held only up to the queue's bound (the deliveries themselves are in
+// the inbox, and are read back when they run).
+func TestDispatchHandOverIsBoundedBeforeItRuns(t *testing.T) {
+	_, ib := newTestInbox(t)
+	d := NewDispatcher(ib, HandlerFunc(func(context.Context, *Delivery) (Result, error) { return Result{}, nil }),
+		nil, discardLogger(), fastOptions(DispatchOptions{}))
+	big := make([]byte, 1<<20)
+	for i := range 100 {
+		d.handOver([]Queued{{Seq: int64(i + 1), Meta: Meta{OrderKey: "k"}, payload: big}})
+	}
+	d.handMu.Lock()
+	defer d.handMu.Unlock()
+	held := 0
+	for _, q := range d.handed {
+		held += len(q.payload)
+	}
+	if len(d.handed) != 100 || held > maxCached || held == 0 {
+		t.Fatalf("%d handed over holding %d payload bytes; want all 100, at most %d bytes", len(d.handed), held, maxCached)
+	}
+}
