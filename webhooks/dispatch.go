@@ -76,6 +76,7 @@ type Dispatcher struct {
 	inflight   int
 	lastQueued int64     // the highest queued number read or handed over without a gap
 	loaded     bool      // the queue holds every delivery pending at start
+	loadMore   bool      // the start's load read a full page: more to read
 	lastSync   time.Time // the last look for deliveries queued elsewhere
 	lastFull   time.Time // the last full re-read (shared inbox only)
 }
@@ -210,7 +211,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	defer poll.Stop()
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	lastPrune, lastGauges := time.Time{}, time.Time{}
+	lastPrune, lastGauges, lastCount := time.Time{}, time.Time{}, time.Time{}
 	var graceTimer <-chan time.Time
 	stopping := false
 	for {
@@ -228,8 +229,12 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			d.q.tick(now)
 			d.fill(workCtx, &wg, now)
 			if now.Sub(lastGauges) >= d.opt.Poll {
-				d.refreshGauges(ctx, now.Sub(lastGauges) >= 10*d.opt.Poll)
+				count := now.Sub(lastCount) >= 10*d.opt.Poll
+				d.refreshGauges(ctx, count)
 				lastGauges = now
+				if count {
+					lastCount = now
+				}
 			}
 			if now.Sub(lastPrune) > time.Hour {
 				d.prune(ctx)
@@ -238,8 +243,8 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 		}
 		// Sleep until woken, a result, the poll, or the queue's next timer.
 		wait := d.opt.Poll
-		if !d.loaded {
-			wait = 0
+		if d.loadMore {
+			wait = 0 // the start's load is under way: its next pages now
 		}
 		if at := d.q.next(); !at.IsZero() {
 			wait = min(wait, max(time.Until(at), 0))
@@ -333,6 +338,7 @@ func (d *Dispatcher) sync(ctx context.Context, now time.Time) {
 		d.fullSync(ctx, now)
 		return
 	}
+	d.loadMore = false
 	for page := 0; page < syncPages; page++ {
 		qs, err := d.inbox.queuedSince(ctx, d.lastQueued, syncPage)
 		if err != nil {
@@ -354,6 +360,7 @@ func (d *Dispatcher) sync(ctx context.Context, now time.Time) {
 			return
 		}
 	}
+	d.loadMore = !d.loaded
 }
 
 // fullSync re-reads every pending delivery of a shared inbox.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/s2"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // TestDispatchReadsEachPendingDeliveryOnce: picking work costs the work
@@ -226,4 +227,22 @@ func TestDispatchHandOverIsBoundedBeforeItRuns(t *testing.T) {
 	if len(d.handed) != 100 || held > maxCached || held == 0 {
 		t.Fatalf("%d handed over holding %d payload bytes; want all 100, at most %d bytes", len(d.handed), held, maxCached)
 	}
+}
+
+// TestDispatchGaugesFollowTheInbox: the depth and dead-letter gauges are
+// refreshed while the dispatcher runs, not only at its start.
+func TestDispatchGaugesFollowTheInbox(t *testing.T) {
+	_, ib := newTestInbox(t)
+	h := HandlerFunc(func(context.Context, *Delivery) (Result, error) { return Result{}, Permanent(fmt.Errorf("no")) })
+	rd := startDispatcher(t, ib, h, DispatchOptions{Poll: 5 * time.Millisecond})
+	time.Sleep(100 * time.Millisecond) // well past the first refresh
+	storeIssue(t, ib, "doomed", "issues", 1, 1, "alice")
+	waitState(t, ib, "doomed", StateDead)
+	waitFor(t, 5*time.Second, "the dead-letter gauge at 1", func() bool {
+		var pb dto.Metric
+		if err := rd.m.Dead.Write(&pb); err != nil {
+			t.Fatal(err)
+		}
+		return pb.GetGauge().GetValue() == 1
+	})
 }
