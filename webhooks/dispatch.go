@@ -400,7 +400,14 @@ func (d *Dispatcher) finish(r taskResult) {
 		d.q.holdKey(r.e.kq, now.Add(elsewhereFor))
 	}
 	if r.add != nil {
-		d.q.add(*r.add, now) // its key is busy: considered when finished below
+		// Known here already (with a stale due time), or new: either way
+		// the inbox's reading stands. Its key is busy: it is considered
+		// when the key is freed below.
+		if e := d.q.known[r.add.Seq]; e != nil {
+			e.Due, e.Attempts = r.add.Due, r.add.Attempts
+		} else {
+			d.q.add(*r.add, now)
+		}
 	}
 	d.q.finished(r.e, r.gone, r.due, now)
 }

@@ -246,3 +246,27 @@ func TestDispatchGaugesFollowTheInbox(t *testing.T) {
 		return pb.GetGauge().GetValue() == 1
 	})
 }
+
+// TestDispatchEarlierDeliveryRunsFirst: a claim refused because an earlier
+// due delivery of the key is pending (PostgreSQL, Inbox.Claim) queues that
+// one first, and takes the inbox's due time for it even when the queue knew
+// it with a stale one (else the refused delivery would be tried again at
+// once, and refused again, until the stale time passed).
+func TestDispatchEarlierDeliveryRunsFirst(t *testing.T) {
+	_, ib := newTestInbox(t)
+	d := NewDispatcher(ib, HandlerFunc(func(context.Context, *Delivery) (Result, error) { return Result{}, nil }),
+		nil, discardLogger(), fastOptions(DispatchOptions{}))
+	now := time.Now()
+	key := Meta{OrderKey: "r1#1"}
+	d.q.add(Queued{Seq: 1, Meta: key, Due: now.Add(time.Hour)}, now) // known, stale
+	d.q.add(Queued{Seq: 2, Meta: key, Due: now}, now)
+	e := d.q.pop(now)
+	if e == nil || e.Seq != 2 {
+		t.Fatalf("popped %v, want 2", e)
+	}
+	d.inflight++
+	d.finish(taskResult{e: e, due: e.Due, add: &Queued{Seq: 1, Meta: key, Due: now}})
+	if e = d.q.pop(time.Now()); e == nil || e.Seq != 1 {
+		t.Fatalf("after the refusal popped %v, want the earlier delivery 1", e)
+	}
+}
