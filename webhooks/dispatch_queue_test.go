@@ -17,8 +17,9 @@ import (
 // started, not the backlog. A backlog about one issue, stored before the
 // dispatcher existed (so nothing is handed over in memory), is drained with
 // each pending row read from the inbox's queue once and each payload once —
-// the inbox scan this replaced read the due rows again on every wake-up. A
-// delivery about another issue runs while the burst drains.
+// the inbox scan this replaced read the due rows again on every wake-up.
+// (That other issues' deliveries run meanwhile is
+// TestDispatchBacklogDoesNotStarveOtherKeys.)
 func TestDispatchReadsEachPendingDeliveryOnce(t *testing.T) {
 	_, ib := newTestInbox(t)
 	const burst = 600
@@ -27,19 +28,12 @@ func TestDispatchReadsEachPendingDeliveryOnce(t *testing.T) {
 	}
 	storeIssue(t, ib, "other", "issues", 1, 2, "alice")
 	var handled atomic.Int32
-	busyWhenOther := make(chan int32, 1)
 	h := HandlerFunc(func(ctx context.Context, d *Delivery) (Result, error) {
-		if d.ID == "other" {
-			busyWhenOther <- handled.Load()
-		}
 		handled.Add(1)
 		return Result{}, nil
 	})
 	startDispatcher(t, ib, h, DispatchOptions{Workers: 4})
 	waitFor(t, 30*time.Second, "the backlog drained", func() bool { return handled.Load() == burst+1 })
-	if n := <-busyWhenOther; n > burst/2 {
-		t.Errorf("the delivery about issue #2 waited for %d of %d deliveries about issue #1", n, burst)
-	}
 	rows, payloads := ib.queueRowsRead.Load(), ib.payloadReads.Load()
 	t.Logf("%d deliveries: %d queue rows read, %d payloads read", burst+1, rows, payloads)
 	if rows < burst+1 || rows > burst+1+syncPage {
