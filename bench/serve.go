@@ -96,18 +96,7 @@ func benchServe(ctx context.Context, cfg serveConfig) ([]Figure, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	ceiling := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, webhooks.MaxBody))
-		if err != nil {
-			w.WriteHeader(http.StatusRequestEntityTooLarge)
-			return
-		}
-		if webhooks.VerifySignature([][]byte{benchSecret}, r.Header.Get("X-Hub-Signature-256"), body) != nil {
-			w.WriteHeader(http.StatusUnauthorized)
-			return
-		}
-		w.WriteHeader(http.StatusAccepted)
-	})
+	ceiling := ceilingHandler()
 	ic := cfg.ingest
 	work := func(issues int) string {
 		return fmt.Sprintf("%d deliveries of %d KB over %d issue(s), %d clients, %d rounds", ic.Deliveries, ic.PayloadBytes>>10, issues, ic.Clients, ic.Rounds)
