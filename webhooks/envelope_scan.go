@@ -109,23 +109,9 @@ func (s *scanner) envelopeField(e *envelope, key []byte) bool {
 			return s.skip()
 		})
 	case is(key, "issue"):
-		return ptrObject(s, &e.Issue, func(v *struct {
-			Number int `json:"number"`
-		}, k []byte) bool {
-			if is(k, "number") {
-				return s.int(&v.Number)
-			}
-			return s.skip()
-		})
+		return ptrObject(s, &e.Issue, s.numberField)
 	case is(key, "pull_request"):
-		return ptrObject(s, &e.PullRequest, func(v *struct {
-			Number int `json:"number"`
-		}, k []byte) bool {
-			if is(k, "number") {
-				return s.int(&v.Number)
-			}
-			return s.skip()
-		})
+		return ptrObject(s, &e.PullRequest, s.numberField)
 	case is(key, "check_suite"):
 		return ptrObject(s, &e.CheckSuite, s.checkRefField)
 	case is(key, "check_run"):
@@ -144,6 +130,19 @@ func (s *scanner) envelopeField(e *envelope, key []byte) bool {
 			}
 			return s.skip()
 		})
+	}
+	return s.skip()
+}
+
+// numbered is the shape of the issue, the pull request and a check's
+// pull request reference: only their number is read.
+type numbered = struct {
+	Number int `json:"number"`
+}
+
+func (s *scanner) numberField(v *numbered, k []byte) bool {
+	if is(k, "number") {
+		return s.int(&v.Number)
 	}
 	return s.skip()
 }
@@ -259,12 +258,7 @@ func (s *scanner) numberRefs(dst *[]numberRef) bool {
 		switch {
 		case s.literal("null"):
 		case s.peek() == '{':
-			if !s.object(func(k []byte) bool {
-				if is(k, "number") {
-					return s.int(&el.Number)
-				}
-				return s.skip()
-			}) {
+			if !s.object(func(k []byte) bool { return s.numberField((*numbered)(el), k) }) {
 				return false
 			}
 		default:
