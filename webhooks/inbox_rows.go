@@ -12,37 +12,6 @@ import (
 	"github.com/wardenhq/warden/internal/db"
 )
 
-// Pending is a due delivery as the dispatcher first sees it.
-type Pending struct {
-	Seq        int64
-	ID         string
-	Event      string
-	Attempts   int
-	ReceivedAt time.Time
-}
-
-// Due lists up to limit pending deliveries whose next attempt is due at now,
-// in receipt order, starting after sequence number after (0 for the first).
-func (ib *Inbox) Due(ctx context.Context, now time.Time, after int64, limit int) ([]Pending, error) {
-	rows, err := ib.db.Read.QueryContext(ctx, `SELECT seq, delivery_id, event, attempts, received_at FROM inbox
-		WHERE state = 'pending' AND next_attempt_at <= $1 AND seq > $2 ORDER BY seq LIMIT $3`, now.UnixMilli(), after, limit)
-	if err != nil {
-		return nil, fmt.Errorf("inbox: list due: %w", err)
-	}
-	defer rows.Close()
-	var out []Pending
-	for rows.Next() {
-		var p Pending
-		var ms int64
-		if err := rows.Scan(&p.Seq, &p.ID, &p.Event, &p.Attempts, &ms); err != nil {
-			return nil, fmt.Errorf("inbox: scan due: %w", err)
-		}
-		p.ReceivedAt = time.UnixMilli(ms)
-		out = append(out, p)
-	}
-	return out, rows.Err()
-}
-
 // Payload loads a delivery's body as GitHub sent it.
 func (ib *Inbox) Payload(ctx context.Context, seq int64) ([]byte, error) {
 	var p []byte

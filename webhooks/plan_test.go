@@ -9,8 +9,8 @@ import (
 
 // TestQueueReadsUseIndexes: the dispatcher's reads of the inbox go through
 // an index, not every row of the inbox (the done ones pile up): what was
-// queued since it last looked (inbox_queued), and the due scan operators'
-// tools use (the pending index).
+// queued since it last looked (inbox_queued), and its count of the pending
+// ones for the depth gauge (the pending index).
 func TestQueueReadsUseIndexes(t *testing.T) {
 	d := openTestDB(t, filepath.Join(t.TempDir(), "w.db"))
 	defer d.Close()
@@ -25,8 +25,7 @@ func TestQueueReadsUseIndexes(t *testing.T) {
 		index string
 	}{
 		{queuedSelect + ` WHERE state = 'pending' AND queued > $1 ORDER BY queued LIMIT $2`, []any{0, 10}, "inbox_queued"},
-		{`SELECT seq, delivery_id, event, attempts, received_at FROM inbox
-			WHERE state = 'pending' AND next_attempt_at <= $1 AND seq > $2 ORDER BY seq LIMIT $3`, []any{1, 0, 10}, "inbox_pending_seq"},
+		{`SELECT COUNT(*) FROM inbox WHERE state = 'pending'`, nil, "inbox_pending_seq"},
 	} {
 		rows, err := ib.db.Read.QueryContext(context.Background(), `EXPLAIN QUERY PLAN `+c.query, c.args...)
 		if err != nil {
