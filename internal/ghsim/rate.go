@@ -83,8 +83,9 @@ type fault struct {
 	code       int
 	retryAfter int
 	secondary  bool
-	method     string // "" = any
-	pathPrefix string // "" = any
+	hang       time.Duration // > 0: hold the request this long, then answer normally
+	method     string        // "" = any
+	pathPrefix string        // "" = any
 }
 
 type faults struct {
@@ -109,6 +110,24 @@ func (s *Sim) SecondaryLimitNext(n, code, retryAfter int, method, pathPrefix str
 		method: method, pathPrefix: pathPrefix})
 }
 
+// HangNext holds the next n requests whose method and path match for d
+// before answering them normally (a hung GitHub call): the simulator sends
+// nothing, headers included, until d has passed or the client gives up (its
+// request context ends; the request is then not acted on).
+func (s *Sim) HangNext(n int, d time.Duration, method, pathPrefix string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults.list = append(s.faults.list, &fault{remaining: n, hang: d, method: method, pathPrefix: pathPrefix})
+}
+
+// ClearFaults drops every pending fault (FailNext, SecondaryLimitNext,
+// HangNext) and the latency.
+func (s *Sim) ClearFaults() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = faults{}
+}
+
 // SetLatency delays every response by d.
 func (s *Sim) SetLatency(d time.Duration) {
 	s.mu.Lock()
@@ -122,7 +141,9 @@ func (s *Sim) latency() time.Duration {
 	return s.faults.latency
 }
 
-func (s *Sim) takeFault(r *http.Request) (code, retryAfter int, secondary, ok bool) {
+// takeFault consumes the first fault matching r: a hang (hang > 0, code 0)
+// or an answer (code > 0).
+func (s *Sim) takeFault(r *http.Request) (f fault, ok bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i, f := range s.faults.list {
@@ -131,8 +152,8 @@ func (s *Sim) takeFault(r *http.Request) (code, retryAfter int, secondary, ok bo
 			if f.remaining <= 0 {
 				s.faults.list = append(s.faults.list[:i], s.faults.list[i+1:]...)
 			}
-			return f.code, f.retryAfter, f.secondary, true
+			return *f, true
 		}
 	}
-	return 0, 0, false, false
+	return fault{}, false
 }

@@ -196,13 +196,21 @@ func (s *Sim) observe(next http.Handler) http.Handler {
 			time.Sleep(d)
 		}
 		c := s.identify(r)
-		if code, retryAfter, secondary, ok := s.takeFault(r); ok {
-			if secondary {
-				w.Header().Set("Retry-After", strconv.Itoa(retryAfter))
-				writeJSON(w, code, errorBody{Message: "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out to GitHub Support for help, please include the request ID " + requestID() + ".",
-					DocumentationURL: "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits", Status: strconv.Itoa(code)})
+		if f, ok := s.takeFault(r); ok && f.hang > 0 {
+			t := time.NewTimer(f.hang)
+			select {
+			case <-t.C:
+			case <-r.Context().Done():
+				t.Stop()
+				return // the client gave up: nothing is done
+			}
+		} else if ok {
+			if f.secondary {
+				w.Header().Set("Retry-After", strconv.Itoa(f.retryAfter))
+				writeJSON(w, f.code, errorBody{Message: "You have exceeded a secondary rate limit. Please wait a few minutes before you try again. If you reach out to GitHub Support for help, please include the request ID " + requestID() + ".",
+					DocumentationURL: "https://docs.github.com/rest/overview/rate-limits-for-the-rest-api#about-secondary-rate-limits", Status: strconv.Itoa(f.code)})
 			} else {
-				writeError(w, code, http.StatusText(code))
+				writeError(w, f.code, http.StatusText(f.code))
 			}
 			return
 		}
