@@ -42,8 +42,17 @@ type Config struct {
 	// simulator such as http://127.0.0.1:PORT/. A missing trailing slash is
 	// added.
 	BaseURL string
-	// Transport sends the requests; nil means http.DefaultTransport.
+	// Transport sends the requests; nil means http.DefaultTransport with
+	// deadlines on connecting (10s), the TLS handshake (10s) and the
+	// response headers (20s).
 	Transport http.RoundTripper
+	// RequestTimeout bounds one attempt of a request, its body included;
+	// an attempt past it fails with a *TimeoutError and is retried like a
+	// 5xx (idempotent methods only). 0 means 30s, negative means none.
+	RequestTimeout time.Duration
+	// Now is the clock rate-limit resets and trouble are judged by; nil
+	// means time.Now.
+	Now func() time.Time
 	// Logger receives the access layer's retry and rate-limit messages;
 	// nil means slog.Default(). Tokens and Authorization headers are never
 	// logged.
@@ -116,7 +125,11 @@ func New(cfg Config) (*App, error) {
 
 	transport := cfg.Transport
 	if transport == nil {
-		transport = http.DefaultTransport
+		transport = defaultTransport()
+	}
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
 	}
 	logger := cfg.Logger
 	if logger == nil {
@@ -135,11 +148,18 @@ func New(cfg Config) (*App, error) {
 		retryBase:  defaultIfZero(cfg.RetryBase, defaultRetryBase),
 		resetSlack: defaultResetSlack,
 		basePath:   base.Path,
+		timeout:    defaultIfZero(cfg.RequestTimeout, defaultRequestTimeout),
+		now:        now,
 		state:      make(map[int64]*installationState),
 	}
 	if l.retries < 0 {
 		l.retries = 0
 	}
+	hm, err := newHealthMetrics(cfg.Registerer, l)
+	if err != nil {
+		return nil, fmt.Errorf("app: metrics: %w", err)
+	}
+	l.errors, l.remaining = hm.errors, hm.remaining
 	conditional, err := newConditionalCache(cfg.ConditionalCacheBytes, cfg.Registerer)
 	if err != nil {
 		return nil, fmt.Errorf("app: metrics: %w", err)

@@ -92,13 +92,18 @@ type layer struct {
 	retries    int
 	retryBase  time.Duration
 	resetSlack time.Duration
-	basePath   string // path of the REST base URL, ending in "/"
+	basePath   string                 // path of the REST base URL, ending in "/"
+	timeout    time.Duration          // one attempt's deadline; <= 0: none
+	now        func() time.Time       // warden's clock, for rate-limit resets
+	errors     *prometheus.CounterVec // nil: no metrics
+	remaining  *prometheus.GaugeVec   // nil: no metrics
 
 	// conditional is the conditional-request (ETag cache) hook; nil when
 	// Config.ConditionalCacheBytes < 0.
 	conditional conditionalCache
 
 	mu    sync.Mutex
+	seq   uint64 // numbers requests in flight
 	state map[int64]*installationState
 }
 
@@ -107,6 +112,7 @@ type installationState struct {
 	calls          CallCounts
 	budgets        map[string]Budget // by x-ratelimit-resource
 	secondaryUntil time.Time
+	health         health
 }
 
 // scopedTransport routes a request through the layer on behalf of one
@@ -231,7 +237,7 @@ func (l *layer) roundTrip(inst int64, req *http.Request) (*http.Response, error)
 				return nil, fmt.Errorf("github %s %s: replay request body: %w", req.Method, req.URL.Path, err)
 			}
 		}
-		resp, err := l.base.RoundTrip(out)
+		resp, err := l.attempt(inst, out)
 		sent = true
 		l.count(inst, req.Method, resp, err)
 		if c, ok := req.Context().Value(callCounterKey{}).(*CallCounter); ok {
@@ -251,20 +257,26 @@ func (l *layer) roundTrip(inst int64, req *http.Request) (*http.Response, error)
 			continue
 		}
 
-		now := time.Now()
+		now := l.now()
 		l.observe(inst, resource, resp, now)
 
 		if resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusTooManyRequests {
 			body := peekBody(resp)
 			if limited, secondary, reset := classifyRateLimit(resp, body, now); limited {
+				class := classPrimary
 				if secondary {
+					class = classSecondary
+					if reset.IsZero() {
+						reset = now.Add(l.secondaryWait(inst))
+					}
 					l.holdSecondary(inst, reset)
 				} else {
 					reset = reset.Add(l.resetSlack)
 				}
+				l.failed(inst, class, "HTTP "+strconv.Itoa(resp.StatusCode))
 				discard(resp)
 				rlErr := &RateLimitedError{Installation: inst, Reset: reset, Secondary: secondary}
-				wait := time.Until(reset)
+				wait := reset.Sub(now)
 				if rateTries >= 1 || !replayable || !l.mayWait(ctx, wait) {
 					log.Warn("github rate limit exceeded; giving up", "secondary", secondary, "reset", reset, "status", resp.StatusCode)
 					return nil, rlErr
@@ -304,12 +316,13 @@ func (l *layer) roundTrip(inst int64, req *http.Request) (*http.Response, error)
 // a *RateLimitedError without anything being sent.
 func (l *layer) awaitBudget(ctx context.Context, inst int64, resource string, log *slog.Logger) error {
 	for {
-		reset, secondary, blocked := l.blockedUntil(inst, resource, time.Now())
+		now := l.now()
+		reset, secondary, blocked := l.blockedUntil(inst, resource, now)
 		if !blocked {
 			return nil
 		}
 		rlErr := &RateLimitedError{Installation: inst, Reset: reset, Secondary: secondary}
-		wait := time.Until(reset)
+		wait := reset.Sub(now)
 		if !l.mayWait(ctx, wait) {
 			return rlErr
 		}
@@ -394,106 +407,6 @@ func rewind(req *http.Request) (*http.Request, error) {
 	return out, nil
 }
 
-func (l *layer) stateLocked(inst int64) *installationState {
-	st := l.state[inst]
-	if st == nil {
-		st = &installationState{budgets: make(map[string]Budget)}
-		l.state[inst] = st
-	}
-	return st
-}
-
-// count records one request sent to GitHub.
-func (l *layer) count(inst int64, method string, resp *http.Response, err error) {
-	status := "error"
-	if err == nil {
-		status = strconv.Itoa(resp.StatusCode)
-	}
-	if l.requests != nil {
-		l.requests.WithLabelValues(installationLabel(inst), method, status).Inc()
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	st := l.stateLocked(inst)
-	if isRead(method) {
-		st.calls.Reads++
-	} else {
-		st.calls.Writes++
-	}
-	if err == nil && resp.StatusCode == http.StatusNotModified {
-		st.calls.NotModified++
-	}
-}
-
-// observe records the rate-limit headers of resp.
-func (l *layer) observe(inst int64, predicted string, resp *http.Response, now time.Time) {
-	b, ok := parseBudget(resp.Header)
-	if !ok {
-		return
-	}
-	resource := resp.Header.Get("X-Ratelimit-Resource")
-	if resource == "" {
-		resource = predicted
-	}
-	if resource == "" {
-		return
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	st := l.stateLocked(inst)
-	old, had := st.budgets[resource]
-	// Concurrent responses can arrive out of order: within one window the
-	// remaining count only falls, and an older window never comes back.
-	if had && old.Known && !old.Reset.IsZero() && !b.Reset.IsZero() {
-		if b.Reset.Before(old.Reset) || (b.Reset.Equal(old.Reset) && b.Remaining > old.Remaining) {
-			return
-		}
-	}
-	st.budgets[resource] = b
-}
-
-// holdSecondary keeps the installation from sending before until.
-func (l *layer) holdSecondary(inst int64, until time.Time) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	st := l.stateLocked(inst)
-	if until.After(st.secondaryUntil) {
-		st.secondaryUntil = until
-	}
-}
-
-func (l *layer) calls(inst int64) CallCounts {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if st := l.state[inst]; st != nil {
-		return st.calls
-	}
-	return CallCounts{}
-}
-
-func (l *layer) budget(inst int64) Budget {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if st := l.state[inst]; st != nil {
-		return st.budgets[coreResource]
-	}
-	return Budget{}
-}
-
-// parseBudget reads the x-ratelimit-* headers.
-func parseBudget(h http.Header) (Budget, bool) {
-	limit, lerr := strconv.Atoi(h.Get("X-Ratelimit-Limit"))
-	remaining, rerr := strconv.Atoi(h.Get("X-Ratelimit-Remaining"))
-	if lerr != nil || rerr != nil {
-		return Budget{}, false
-	}
-	b := Budget{Limit: limit, Remaining: remaining, Known: true}
-	if reset, err := strconv.ParseInt(h.Get("X-Ratelimit-Reset"), 10, 64); err == nil && reset > 0 {
-		b.Reset = time.Unix(reset, 0)
-	}
-	return b, true
-}
-
 // retryAfter parses a Retry-After header: delay seconds or an HTTP date.
 func retryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 	v := strings.TrimSpace(h.Get("Retry-After"))
@@ -531,7 +444,7 @@ func classifyRateLimit(resp *http.Response, body []byte, now time.Time) (limited
 		if t, ok := headerReset(); primaryExhausted && ok {
 			return t
 		}
-		return now.Add(defaultSecondaryWait)
+		return time.Time{} // none named: the layer waits a minute, growing
 	}
 
 	switch {
@@ -611,39 +524,4 @@ func discard(resp *http.Response) {
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrain))
 	_ = resp.Body.Close()
-}
-
-// CallCounter counts the GitHub requests made under one context (one
-// delivery's handling, say), whatever installation they were for. Safe for
-// concurrent use.
-type CallCounter struct {
-	mu sync.Mutex
-	c  CallCounts
-}
-
-type callCounterKey struct{}
-
-// WithCallCounter returns a context whose GitHub requests are counted in c.
-func WithCallCounter(ctx context.Context, c *CallCounter) context.Context {
-	return context.WithValue(ctx, callCounterKey{}, c)
-}
-
-func (c *CallCounter) add(method string, resp *http.Response, err error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if isRead(method) {
-		c.c.Reads++
-	} else {
-		c.c.Writes++
-	}
-	if err == nil && resp != nil && resp.StatusCode == http.StatusNotModified {
-		c.c.NotModified++
-	}
-}
-
-// Counts returns the requests counted so far.
-func (c *CallCounter) Counts() CallCounts {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.c
 }

@@ -487,6 +487,10 @@ type closeRecorder struct {
 
 func (c *closeRecorder) Close() error { *c.closed = true; return nil }
 
+// layerChooses is a want of TestClassifyRateLimit: no reset named, the
+// layer's own growing wait applies.
+const layerChooses time.Duration = -1
+
 func TestClassifyRateLimit(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	resetAt := now.Add(10 * time.Minute)
@@ -513,10 +517,10 @@ func TestClassifyRateLimit(t *testing.T) {
 		{"secondary Retry-After", 403, hdr("Retry-After", "7"), secondaryBody, true, true, 7 * time.Second},
 		{"secondary HTTP-date Retry-After", 403, hdr("Retry-After", now.Add(30*time.Second).UTC().Format(http.TimeFormat)), secondaryBody, true, true, 30 * time.Second},
 		{"secondary remaining 0 uses reset", 403, hdr("X-Ratelimit-Remaining", "0", "X-Ratelimit-Reset", reset), secondaryBody, true, true, 10 * time.Minute},
-		{"secondary default 60s", 403, hdr("X-Ratelimit-Remaining", "50"), secondaryBody, true, true, time.Minute},
-		{"about-secondary anchor", 403, hdr(), `{"documentation_url":"https://docs.github.com/x#about-secondary-rate-limits"}`, true, true, time.Minute},
+		{"secondary names no wait", 403, hdr("X-Ratelimit-Remaining", "50"), secondaryBody, true, true, layerChooses},
+		{"about-secondary anchor", 403, hdr(), `{"documentation_url":"https://docs.github.com/x#about-secondary-rate-limits"}`, true, true, layerChooses},
 		{"abuse anchor", 403, hdr("Retry-After", "3"), `{"documentation_url":"https://developer.github.com/v3/#abuse-rate-limits"}`, true, true, 3 * time.Second},
-		{"non-JSON body", 403, hdr(), `secondary rate limit hit`, true, true, time.Minute},
+		{"non-JSON body", 403, hdr(), `secondary rate limit hit`, true, true, layerChooses},
 		{"bare 429", 429, hdr("Retry-After", "2"), ``, true, true, 2 * time.Second},
 	}
 	for _, tt := range tests {
@@ -526,7 +530,11 @@ func TestClassifyRateLimit(t *testing.T) {
 			if limited != tt.limited || sec != tt.sec {
 				t.Fatalf("limited, secondary = %v, %v; want %v, %v", limited, sec, tt.limited, tt.sec)
 			}
-			if limited && r.Sub(now) != tt.wantResetFrom {
+			if limited && tt.wantResetFrom == layerChooses {
+				if !r.IsZero() {
+					t.Errorf("reset %v, want none (the layer's growing wait)", r)
+				}
+			} else if limited && r.Sub(now) != tt.wantResetFrom {
 				t.Errorf("reset in %v, want %v", r.Sub(now), tt.wantResetFrom)
 			}
 		})

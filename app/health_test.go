@@ -1,0 +1,179 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// A hung GitHub answer ends at the attempt's deadline with a TimeoutError;
+// a GET is retried like a 5xx, a POST is not; the installation then reads
+// failing, with the timeout named.
+func TestHungRequestTimesOut(t *testing.T) {
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	f := newFake(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	reg := prometheus.NewPedanticRegistry()
+	a := newTestApp(t, f, func(c *Config) {
+		c.RequestTimeout = 100 * time.Millisecond
+		c.Registerer = reg
+	})
+	c, _ := a.Installation(7)
+	for _, tt := range []struct {
+		method   string
+		wantHits int
+	}{{http.MethodGet, 1 + defaultRetries}, {http.MethodPost, 1}} {
+		req, err := c.NewRequest(tt.method, "repos/o/r/issues/1", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.Do(context.Background(), req, nil)
+		if !IsTimeout(err) {
+			t.Fatalf("%s: err = %v, want a TimeoutError", tt.method, err)
+		}
+		if !strings.Contains(err.Error(), "no answer within 100ms") {
+			t.Errorf("%s: error %q does not name the deadline", tt.method, err)
+		}
+		if got := f.hit(tt.method + " " + issuePath); got != tt.wantHits {
+			t.Errorf("%s: server saw %d requests, want %d", tt.method, got, tt.wantHits)
+		}
+	}
+	tr := troubleOf(a.Troubles(), 7, TroubleFailing)
+	if tr == nil {
+		t.Fatalf("troubles = %+v, want installation 7 failing", a.Troubles())
+	}
+	if !strings.Contains(tr.Detail, "5 requests in a row failed") || !strings.Contains(tr.Detail, "no answer within") {
+		t.Errorf("detail %q, want the streak and the timeout", tr.Detail)
+	}
+	if got := testutil.ToFloat64(a.layer.errors.WithLabelValues("7", classTimeout)); got != 5 {
+		t.Errorf("warden_github_errors_total{class=timeout} = %v, want 5", got)
+	}
+}
+
+// A caller's own cancellation is not GitHub's timeout.
+func TestCallerCancelIsNotTimeout(t *testing.T) {
+	f := newFake(t, func(w http.ResponseWriter, r *http.Request, n int) { <-r.Context().Done() })
+	a := newTestApp(t, f, func(c *Config) { c.RequestTimeout = 10 * time.Second })
+	c, _ := a.Installation(7)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err := c.Do(ctx, mustRequest(t, c, http.MethodGet), nil)
+	if err == nil || IsTimeout(err) {
+		t.Fatalf("err = %v, want the caller's deadline, not a TimeoutError", err)
+	}
+}
+
+// A request waiting longer than slowAfter makes its installation read slow
+// while it waits; answers end a failure streak.
+func TestTroublesSlowAndRecovered(t *testing.T) {
+	var mu sync.Mutex
+	failing := true
+	f := newFake(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		mu.Lock()
+		fail := failing
+		mu.Unlock()
+		if fail {
+			w.WriteHeader(http.StatusBadGateway)
+			return
+		}
+		fmt.Fprint(w, `{}`)
+	})
+	a := newTestApp(t, f, nil)
+	c, _ := a.Installation(7)
+	if _, err := c.Do(context.Background(), mustRequest(t, c, http.MethodGet), nil); err == nil {
+		t.Fatal("want the 502 to fail")
+	}
+	if troubleOf(a.Troubles(), 7, TroubleFailing) == nil {
+		t.Fatalf("troubles = %+v, want failing after four 502s", a.Troubles())
+	}
+	mu.Lock()
+	failing = false
+	mu.Unlock()
+	if _, err := c.Do(context.Background(), mustRequest(t, c, http.MethodGet), nil); err != nil {
+		t.Fatal(err)
+	}
+	if ts := a.Troubles(); len(ts) != 0 {
+		t.Fatalf("troubles after an answer = %+v, want none", ts)
+	}
+
+	// An old request in flight: slow.
+	a.layer.mu.Lock()
+	a.layer.healthLocked(7).inflight[999] = time.Now().Add(-slowAfter - time.Second)
+	a.layer.mu.Unlock()
+	tr := troubleOf(a.Troubles(), 7, TroubleSlow)
+	if tr == nil || !strings.Contains(tr.Detail, "1 requests waiting; the oldest for 11s") {
+		t.Fatalf("troubles = %+v, want slow naming the oldest wait", a.Troubles())
+	}
+}
+
+// A secondary limit that names no wait holds a minute, then two, then four:
+// GitHub asks for exponentially growing waits; an answer resets it.
+func TestSecondaryWaitGrows(t *testing.T) {
+	f := newFake(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		w.WriteHeader(http.StatusForbidden)
+		fmt.Fprint(w, secondaryBody)
+	})
+	clock := time.Unix(1_800_000_000, 0)
+	var mu sync.Mutex
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	a := newTestApp(t, f, func(c *Config) { c.Now = now; c.MaxWait = -1 })
+	c, _ := a.Installation(7)
+	for i, want := range []time.Duration{time.Minute, 2 * time.Minute, 4 * time.Minute} {
+		_, err := c.Do(context.Background(), mustRequest(t, c, http.MethodGet), nil)
+		rl, ok := IsRateLimited(err)
+		if !ok || !rl.Secondary {
+			t.Fatalf("limit %d: err = %v, want a secondary limit", i+1, err)
+		}
+		if got := rl.Reset.Sub(now()); got != want {
+			t.Errorf("limit %d: wait %v, want %v", i+1, got, want)
+		}
+		tr := troubleOf(a.Troubles(), 7, TroubleRateLimited)
+		if tr == nil || !tr.Until.Equal(rl.Reset) {
+			t.Errorf("limit %d: troubles = %+v, want rate-limited until %v", i+1, a.Troubles(), rl.Reset)
+		}
+		mu.Lock()
+		clock = rl.Reset // the hold is over
+		mu.Unlock()
+	}
+	if ts := a.Troubles(); troubleOf(ts, 7, TroubleRateLimited) != nil {
+		t.Errorf("troubles after the reset = %+v, want no rate limit", ts)
+	}
+}
+
+// The remaining budget is a metric.
+func TestRateLimitRemainingMetric(t *testing.T) {
+	f := newFake(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		setRate(w, 5000, 4321, time.Now().Add(time.Hour))
+		fmt.Fprint(w, `{}`)
+	})
+	a := newTestApp(t, f, nil)
+	c, _ := a.Installation(7)
+	if _, err := c.Do(context.Background(), mustRequest(t, c, http.MethodGet), nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := testutil.ToFloat64(a.layer.remaining.WithLabelValues("7", "core")); got != 4321 {
+		t.Errorf("warden_github_ratelimit_remaining = %v, want 4321", got)
+	}
+}
+
+func troubleOf(ts []Trouble, inst int64, kind string) *Trouble {
+	for i := range ts {
+		if ts[i].Installation == inst && ts[i].Kind == kind {
+			return &ts[i]
+		}
+	}
+	return nil
+}
+
