@@ -176,4 +176,3 @@ func troubleOf(ts []Trouble, inst int64, kind string) *Trouble {
 	}
 	return nil
 }
-
