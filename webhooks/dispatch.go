@@ -13,25 +13,6 @@ import (
 	"time"
 )
 
-// Permanent marks an error that no retry can cure (a payload that is not
-// JSON, say): the delivery becomes a dead letter at once.
-func Permanent(err error) error { return permanentError{err} }
-
-type permanentError struct{ error }
-
-func (p permanentError) Unwrap() error { return p.error }
-
-// RetryAfter marks an error that should be retried no sooner than at (a
-// GitHub rate-limit reset, for example).
-func RetryAfter(err error, at time.Time) error { return retryAfterError{err, at} }
-
-type retryAfterError struct {
-	error
-	at time.Time
-}
-
-func (r retryAfterError) Unwrap() error { return r.error }
-
 // DispatchOptions tune the dispatcher. Zero values take the defaults.
 type DispatchOptions struct {
 	Workers     int           // concurrent handlers; default 8
@@ -41,6 +22,16 @@ type DispatchOptions struct {
 	Poll        time.Duration // how often due retries are looked for; default 1s
 	Grace       time.Duration // how long in-flight handlers may finish at shutdown; default 20s
 	Retention   time.Duration // how long processed deliveries are kept for de-duplication; default 7 days
+	// HandlerTimeout bounds one handler run; past it the run's context
+	// ends and the try fails (retried like any failure). Default 5m.
+	HandlerTimeout time.Duration
+	// SlowAfter is how long a handler runs before it stops counting
+	// against Workers: the loop starts other deliveries beside it, up to
+	// 4×Workers in flight, so hung GitHub calls never take every worker.
+	// Default 10s.
+	SlowAfter time.Duration
+	// Now is the clock of due times and holds; nil: time.Now.
+	Now func() time.Time
 	// Identity returns warden's bot login. The dispatcher processes nothing
 	// until it has succeeded once: a delivery warden itself caused must never
 	// be mistaken for someone else's.
@@ -74,11 +65,13 @@ type Dispatcher struct {
 	// loop-goroutine state
 	q          *queue
 	inflight   int
-	lastQueued int64     // the highest queued number read or handed over without a gap
-	loaded     bool      // the queue holds every delivery pending at start
-	loadMore   bool      // the start's load read a full page: more to read
-	lastSync   time.Time // the last look for deliveries queued elsewhere
-	lastFull   time.Time // the last full re-read (shared inbox only)
+	running    map[int64]time.Time // seq → when its handler started
+	holds      holds               // installations waiting out a rate limit
+	lastQueued int64               // the highest queued number read or handed over without a gap
+	loaded     bool                // the queue holds every delivery pending at start
+	loadMore   bool                // the start's load read a full page: more to read
+	lastSync   time.Time           // the last look for deliveries queued elsewhere
+	lastFull   time.Time           // the last full re-read (shared inbox only)
 }
 
 // taskResult is how one started delivery ended, for the loop.
@@ -90,6 +83,8 @@ type taskResult struct {
 	held bool
 	// add is an earlier delivery of the key to queue (see Inbox.Claim).
 	add *Queued
+	// throttle: a rate limit stopped it; its installation waits.
+	throttle *throttle
 }
 
 // elsewhereFor is how long a replica leaves an order key alone after
@@ -136,6 +131,15 @@ func NewDispatcher(ib *Inbox, h Handler, m *Metrics, log *slog.Logger, opt Dispa
 	if opt.Retention <= 0 {
 		opt.Retention = 7 * 24 * time.Hour
 	}
+	if opt.HandlerTimeout <= 0 {
+		opt.HandlerTimeout = 5 * time.Minute
+	}
+	if opt.SlowAfter <= 0 {
+		opt.SlowAfter = 10 * time.Second
+	}
+	if opt.Now == nil {
+		opt.Now = time.Now
+	}
 	if m == nil {
 		m = NewMetrics(nil)
 	}
@@ -145,8 +149,9 @@ func NewDispatcher(ib *Inbox, h Handler, m *Metrics, log *slog.Logger, opt Dispa
 	d := &Dispatcher{
 		inbox: ib, handler: h, log: log, m: m, opt: opt,
 		wake:    make(chan struct{}, 1),
-		results: make(chan taskResult, opt.Workers),
+		results: make(chan taskResult, opt.Workers*maxInFlightFactor),
 		q:       newQueue(),
+		running: map[int64]time.Time{},
 	}
 	ib.onQueued(d.handOver)
 	return d
@@ -215,8 +220,8 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	var graceTimer <-chan time.Time
 	stopping := false
 	for {
-		now := time.Now()
-		d.heartbeat.Store(now.UnixMilli())
+		now := d.opt.Now()
+		d.heartbeat.Store(time.Now().UnixMilli())
 		if stopping && d.inflight == 0 {
 			wg.Wait()
 			return nil
@@ -247,7 +252,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			wait = 0 // the start's load is under way: its next pages now
 		}
 		if at := d.q.next(); !at.IsZero() {
-			wait = min(wait, max(time.Until(at), 0))
+			wait = min(wait, max(at.Sub(d.opt.Now()), 0))
 		}
 		timer.Reset(wait)
 		select {
@@ -395,7 +400,11 @@ func (d *Dispatcher) fullSync(ctx context.Context, now time.Time) {
 
 func (d *Dispatcher) finish(r taskResult) {
 	d.inflight--
-	now := time.Now()
+	delete(d.running, r.e.Seq)
+	now := d.opt.Now()
+	if r.throttle != nil {
+		d.holdFor(*r.throttle, now)
+	}
 	if r.held {
 		d.q.holdKey(r.e.kq, now.Add(elsewhereFor))
 	}
@@ -422,7 +431,7 @@ func (d *Dispatcher) finish(r taskResult) {
 // for a moment (elsewhereFor); the key stays busy meanwhile, so a replica
 // never overtakes an earlier delivery still pending.
 func (d *Dispatcher) fill(workCtx context.Context, wg *sync.WaitGroup, now time.Time) {
-	free := d.opt.Workers - d.inflight
+	free := d.freeWorkers(now)
 	if free <= 0 {
 		return
 	}
@@ -436,6 +445,13 @@ func (d *Dispatcher) fill(workCtx context.Context, wg *sync.WaitGroup, now time.
 		if e == nil {
 			break
 		}
+		if until, held := d.holds.until(e.Meta.Installation, now); held {
+			// Its installation waits out a rate limit: the key waits
+			// with it, and nothing probes GitHub meanwhile.
+			d.q.holdKey(e.kq, until)
+			d.q.putBack(e, now)
+			continue
+		}
 		cands = append(cands, e)
 	}
 	if want > free {
@@ -447,6 +463,7 @@ func (d *Dispatcher) fill(workCtx context.Context, wg *sync.WaitGroup, now time.
 			continue
 		}
 		d.inflight++
+		d.running[e.Seq] = now
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -466,7 +483,7 @@ func (d *Dispatcher) run(ctx context.Context, e *entry, now time.Time) taskResul
 		// here: it is queued, and runs first.
 		q, pending, err := d.inbox.queuedOne(ctx, earlier)
 		if err != nil || !pending {
-			return taskResult{e: e, due: time.Now().Add(d.opt.Poll)}
+			return taskResult{e: e, due: d.opt.Now().Add(d.opt.Poll)}
 		}
 		return taskResult{e: e, due: e.Due, add: &q}
 	}
@@ -481,15 +498,15 @@ func (d *Dispatcher) run(ctx context.Context, e *entry, now time.Time) taskResul
 // recorded a failed try), or held elsewhere.
 func (d *Dispatcher) unclaimed(ctx context.Context, e *entry, claimErr error) taskResult {
 	if claimErr != nil {
-		return taskResult{e: e, due: time.Now().Add(d.opt.Poll)}
+		return taskResult{e: e, due: d.opt.Now().Add(d.opt.Poll)}
 	}
 	st, err := d.inbox.stateOf(ctx, e.Seq)
 	switch {
 	case err != nil:
-		return taskResult{e: e, due: time.Now().Add(d.opt.Poll)}
+		return taskResult{e: e, due: d.opt.Now().Add(d.opt.Poll)}
 	case st.State != StatePending:
 		return taskResult{e: e, gone: true}
-	case st.Due.After(time.Now()):
+	case st.Due.After(d.opt.Now()):
 		e.Attempts = st.Attempts
 		return taskResult{e: e, due: st.Due}
 	}
@@ -516,7 +533,7 @@ func (d *Dispatcher) process(ctx context.Context, claim *Claim, e *entry) taskRe
 		if payload, err = d.inbox.Payload(ctx, e.Seq); err != nil {
 			log().Error("load payload", "err", err)
 			d.inbox.Abandon(claim)
-			return taskResult{e: e, due: time.Now().Add(d.opt.Poll)} // still pending; tried again soon
+			return taskResult{e: e, due: d.opt.Now().Add(d.opt.Poll)} // still pending; tried again soon
 		}
 	}
 	dv := &Delivery{Seq: e.Seq, ID: e.ID, Event: e.Event, Payload: payload, Attempt: e.Attempts + 1, Meta: m,
@@ -525,7 +542,7 @@ func (d *Dispatcher) process(ctx context.Context, claim *Claim, e *entry) taskRe
 		log().Debug("delivery handling", "attempt", dv.Attempt)
 	}
 	start := time.Now()
-	res, err := safeHandle(ctx, d.handler, dv)
+	res, err := d.handle(ctx, dv)
 	if err == nil {
 		outcome := res.Outcome
 		if outcome == "" {
@@ -585,13 +602,13 @@ func safeHandle(ctx context.Context, h Handler, dv *Delivery) (res Result, err e
 }
 
 func (d *Dispatcher) recordFailure(log *slog.Logger, claim *Claim, e *entry, attempt int, cause error) taskResult {
+	var th throttledError
+	if errors.As(cause, &th) {
+		return d.recordThrottle(log, claim, e, th)
+	}
 	var perm permanentError
 	dead := errors.As(cause, &perm) || attempt >= d.opt.MaxAttempts
-	next := time.Now().Add(d.backoff(attempt))
-	var ra retryAfterError
-	if errors.As(cause, &ra) && ra.at.After(next) {
-		next = ra.at
-	}
+	next := d.opt.Now().Add(d.backoff(attempt))
 	// Record the failure even during shutdown.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -602,7 +619,7 @@ func (d *Dispatcher) recordFailure(log *slog.Logger, claim *Claim, e *entry, att
 			return taskResult{e: e, gone: true}
 		}
 		log.Error("record delivery failure", "err", err, "cause", cause)
-		return taskResult{e: e, due: time.Now().Add(d.opt.Poll)}
+		return taskResult{e: e, due: d.opt.Now().Add(d.opt.Poll)}
 	}
 	if dead {
 		d.m.DeadTotal.WithLabelValues(e.Event).Inc()
@@ -646,7 +663,7 @@ func (d *Dispatcher) refreshGauges(ctx context.Context, count bool) {
 }
 
 func (d *Dispatcher) prune(ctx context.Context) {
-	n, err := d.inbox.Prune(ctx, time.Now().Add(-d.opt.Retention))
+	n, err := d.inbox.Prune(ctx, d.opt.Now().Add(-d.opt.Retention))
 	if err != nil {
 		d.log.Error("prune inbox", "err", err)
 		return

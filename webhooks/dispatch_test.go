@@ -271,26 +271,6 @@ func TestDispatchPermanentError(t *testing.T) {
 	}
 }
 
-func TestDispatchRetryAfter(t *testing.T) {
-	_, ib := newTestInbox(t)
-	storeIssue(t, ib, "limited", "issues", 1, 1, "alice")
-	var first, second atomic.Int64
-	const wait = 250 * time.Millisecond
-	h := HandlerFunc(func(ctx context.Context, d *Delivery) (Result, error) {
-		if d.Attempt == 1 {
-			first.Store(time.Now().UnixNano())
-			return Result{}, RetryAfter(errors.New("rate limited"), time.Now().Add(wait))
-		}
-		second.Store(time.Now().UnixNano())
-		return Result{}, nil
-	})
-	startDispatcher(t, ib, h, DispatchOptions{})
-	waitState(t, ib, "limited", StateDone)
-	if gap := time.Duration(second.Load() - first.Load()); gap < wait-5*time.Millisecond {
-		t.Fatalf("retried after %s, want no sooner than %s", gap, wait)
-	}
-}
-
 func TestDispatchSelfDeliveries(t *testing.T) {
 	_, ib := newTestInbox(t)
 	var issueCalls, commentBook atomic.Int32

@@ -195,11 +195,12 @@ type writeReq struct {
 	meta     Meta
 	routeErr string
 	// complete and fail
-	seq     int64
-	outcome string // complete
-	cause   string // fail
-	next    time.Time
-	dead    bool
+	seq      int64
+	outcome  string // complete
+	cause    string // fail
+	next     time.Time
+	dead     bool
+	deferred bool // fail: no try spent (Inbox.Defer)
 
 	res chan writeRes
 }

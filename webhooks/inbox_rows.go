@@ -136,12 +136,24 @@ func (ib *Inbox) Complete(ctx context.Context, c *Claim, outcome string) error {
 // transaction): it is retried at next, or becomes a dead letter when dead is
 // true. The claim ends.
 func (ib *Inbox) Fail(ctx context.Context, c *Claim, cause string, next time.Time, dead bool) error {
+	return ib.fail(ctx, c, cause, next, dead, false)
+}
+
+// Defer puts a claimed delivery back to wait until next without counting a
+// try: what stopped it (a GitHub rate limit) says nothing about the
+// delivery, so it must never bring it closer to a dead letter. cause is kept
+// as its last error, for operators.
+func (ib *Inbox) Defer(ctx context.Context, c *Claim, cause string, next time.Time) error {
+	return ib.fail(ctx, c, cause, next, false, true)
+}
+
+func (ib *Inbox) fail(ctx context.Context, c *Claim, cause string, next time.Time, dead, deferred bool) error {
 	if len(cause) > 2000 {
 		cause = cause[:2000]
 	}
 	if c.tx == nil {
 		_, err := ib.submit(ctx, &writeReq{kind: writeFail, seq: c.Seq, cause: cause, next: next, dead: dead,
-			res: make(chan writeRes, 1)})
+			deferred: deferred, res: make(chan writeRes, 1)})
 		if err != nil && !errors.Is(err, ErrNotPending) {
 			return fmt.Errorf("inbox: record failure of #%d: %w", c.Seq, err)
 		}
@@ -150,7 +162,7 @@ func (ib *Inbox) Fail(ctx context.Context, c *Claim, cause string, next time.Tim
 	tx := c.tx
 	c.tx = nil
 	defer tx.Rollback()
-	res, err := tx.ExecContext(ctx, failDelivery, failState(dead), cause, next.UnixMilli(), c.Seq)
+	res, err := tx.ExecContext(ctx, failDelivery, failState(dead), spent(deferred), cause, next.UnixMilli(), c.Seq)
 	if err != nil {
 		return fmt.Errorf("inbox: record failure of #%d: %w", c.Seq, err)
 	}

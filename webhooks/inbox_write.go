@@ -98,7 +98,7 @@ func (ib *Inbox) writeBatch(batch []*writeReq) ([]writeRes, []Queued, error) {
 			if fail == nil {
 				fail = tx.StmtContext(ctx, ib.st.fail)
 			}
-			res, err = fail.ExecContext(ctx, failState(r.dead), r.cause, r.next.UnixMilli(), r.seq)
+			res, err = fail.ExecContext(ctx, failState(r.dead), spent(r.deferred), r.cause, r.next.UnixMilli(), r.seq)
 		default:
 			continue
 		}
@@ -164,8 +164,18 @@ func (ib *Inbox) writeAccepts(ctx context.Context, tx *sql.Tx, batch []*writeReq
 const completeDelivery = `UPDATE inbox SET state = 'done', done_at = $1, attempts = attempts + 1,
 	outcome = $2, last_error = '' WHERE seq = $3 AND state = 'pending'`
 
-const failDelivery = `UPDATE inbox SET state = $1, attempts = attempts + 1, last_error = $2,
-	next_attempt_at = $3 WHERE seq = $4 AND state = 'pending'`
+// failDelivery records a failed try ($2 = 1) or a deferral that spends none
+// ($2 = 0: a rate limit's wait, Inbox.Defer).
+const failDelivery = `UPDATE inbox SET state = $1, attempts = attempts + $2, last_error = $3,
+	next_attempt_at = $4 WHERE seq = $5 AND state = 'pending'`
+
+// spent is how many tries a recorded failure counts.
+func spent(deferred bool) int {
+	if deferred {
+		return 0
+	}
+	return 1
+}
 
 func failState(dead bool) string {
 	if dead {

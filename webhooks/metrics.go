@@ -18,6 +18,7 @@ type Metrics struct {
 	Processing *prometheus.HistogramVec // handler time by event
 	Latency    *prometheus.HistogramVec // receipt to done, by event
 	Retries    *prometheus.CounterVec   // by event
+	Deferred   *prometheus.CounterVec   // put back to wait for a rate limit, no try spent; by event
 	DeadTotal  *prometheus.CounterVec   // deliveries that became dead letters, by event
 	Outcomes   *prometheus.CounterVec   // by event, outcome
 }
@@ -47,6 +48,8 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Buckets: prometheus.ExponentialBuckets(0.001, 2, 20)}, []string{"event"}),
 		Retries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "warden_delivery_retries_total", Help: "Failed tries scheduled for a retry, by event."}, []string{"event"}),
+		Deferred: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "warden_delivery_deferred_total", Help: "Deliveries put back to wait for a GitHub rate limit's reset (no try spent), by event."}, []string{"event"}),
 		DeadTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "warden_delivery_dead_letters_total", Help: "Deliveries that became dead letters, by event."}, []string{"event"}),
 		Outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -54,7 +57,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.Received, m.Rejected, m.Accepted, m.AckSeconds, m.Depth, m.Dead,
-			m.Processing, m.Latency, m.Retries, m.DeadTotal, m.Outcomes)
+			m.Processing, m.Latency, m.Retries, m.Deferred, m.DeadTotal, m.Outcomes)
 	}
 	return m
 }

@@ -35,7 +35,7 @@ func TestInboxPostgres(t *testing.T) {
 		{"DispatchRetriesThenSucceeds", TestDispatchRetriesThenSucceeds},
 		{"DispatchDeadAfterMaxAttemptsThenRetried", TestDispatchDeadAfterMaxAttemptsThenRetried},
 		{"DispatchPermanentError", TestDispatchPermanentError},
-		{"DispatchRetryAfter", TestDispatchRetryAfter},
+		{"DispatchThrottledWaitsForReset", TestDispatchThrottledWaitsForReset},
 		{"DispatchSelfDeliveries", TestDispatchSelfDeliveries},
 		{"DispatchWaitsForIdentity", TestDispatchWaitsForIdentity},
 		{"DispatchWithoutIdentityRefusesToRun", TestDispatchWithoutIdentityRefusesToRun},
