@@ -48,6 +48,8 @@ func commands() []command {
 		{"serve", "run the service: webhooks, agent API, status page, reconcile loop", runServe},
 		{"demo", "run the whole service against the built-in GitHub simulator and a scripted backlog", runDemo},
 		{"migrate", "create or upgrade the database schema", runMigrate},
+		{"backup", "write a consistent copy of the SQLite database to FILE while serve runs", runBackup},
+		{"restore", "put a backup FILE in place of the SQLite database (serve stopped)", runRestore},
 		{"deliveries", "list the inbox and its dead letters, or retry dead letters", runDeliveries},
 		{"items", "list, show, claim or release backlog items in the ledger", runItems},
 		{"ready", "print a repository's ready set and defect report", runReady},
