@@ -84,6 +84,12 @@ type health struct {
 	ewma         time.Duration // moving average of answered requests' latency
 	slowSince    time.Time     // when ewma last rose above slowLatency
 	inflight     map[uint64]time.Time
+	// openUntil is when the circuit lets a probe through again: from
+	// failingAfter failures in a row on, the installation's requests are
+	// refused without being sent (an *UnavailableError) until then, and
+	// then one request at a time probes until one is answered.
+	openUntil time.Time
+	probing   bool
 	// secondaryStreak counts secondary limits in a row without a
 	// Retry-After: each doubles the default wait (GitHub: "wait for an
 	// exponentially increasing amount of time between retries").
@@ -147,7 +153,13 @@ func (l *layer) attempt(inst int64, out *http.Request) (*http.Response, error) {
 	l.end(inst, id)
 	if err != nil {
 		cancel()
-		if parent.Err() == nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		if parent.Err() != nil {
+			// The caller gave up (its deadline, a shutdown): nothing is
+			// known of GitHub.
+			l.abandoned(inst)
+			return nil, err
+		}
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			err = fmt.Errorf("%w (%v)", &TimeoutError{Method: out.Method, Path: out.URL.Path, After: l.timeout}, err)
 		}
 		l.failed(inst, classOf(err), err.Error())
@@ -219,6 +231,7 @@ func (l *layer) answered(inst int64, took time.Duration, status int) {
 	defer l.mu.Unlock()
 	h := l.healthLocked(inst)
 	h.failStreak, h.failingSince = 0, time.Time{}
+	h.openUntil, h.probing = time.Time{}, false
 	if h.ewma == 0 {
 		h.ewma = took
 	} else {
@@ -255,6 +268,78 @@ func (l *layer) failed(inst int64, class, what string) {
 	}
 	h.failStreak++
 	h.lastFailure = what
+	h.probing = false
+	if h.failStreak >= failingAfter {
+		h.openUntil = now.Add(circuitWait(h.failStreak))
+	}
+}
+
+// circuitWait is how long an installation's requests are refused after
+// streak failures in a row: a second after the failingAfter-th, doubling
+// with each failed probe, up to circuitMax.
+func circuitWait(streak int) time.Duration {
+	return min(time.Second<<min(streak-failingAfter, 10), circuitMax)
+}
+
+// circuitMax bounds the wait between probes of a failing installation, so
+// that work resumes within it once GitHub answers again.
+const circuitMax = 30 * time.Second
+
+// UnavailableError reports that a request was not sent because the
+// installation's recent requests all failed (5xx, timeouts, network): the
+// access layer probes with one request at a time until GitHub answers,
+// rather than sending every caller's request into the outage. Callers
+// should wait until Until; the request was not sent, so nothing happened.
+type UnavailableError struct {
+	Installation int64
+	Until        time.Time
+	Failures     int
+	Last         string
+}
+
+// Error names the installation, the streak and when requests resume.
+func (e *UnavailableError) Error() string {
+	return fmt.Sprintf("github failing for installation %d (%d requests in a row failed; last: %s); not sending before %s",
+		e.Installation, e.Failures, e.Last, e.Until.UTC().Format(time.RFC3339))
+}
+
+// IsUnavailable reports whether err is, or wraps, an [UnavailableError],
+// and returns it.
+func IsUnavailable(err error) (*UnavailableError, bool) {
+	var u *UnavailableError
+	if errors.As(err, &u) {
+		return u, true
+	}
+	return nil, false
+}
+
+// admit decides whether a request of inst may be sent now: always while the
+// installation's requests are answered; once failingAfter have failed in a
+// row, only one probe at a time after the circuit's wait.
+func (l *layer) admit(inst int64) error {
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	h := l.healthLocked(inst)
+	if h.failStreak < failingAfter {
+		return nil
+	}
+	if now.Before(h.openUntil) || h.probing {
+		until := h.openUntil
+		if h.probing && !now.Before(until) {
+			until = now.Add(time.Second) // a probe is out: wait for its answer
+		}
+		return &UnavailableError{Installation: inst, Until: until, Failures: h.failStreak, Last: h.lastFailure}
+	}
+	h.probing = true
+	return nil
+}
+
+// abandoned records a request its caller gave up on: a probe out is over.
+func (l *layer) abandoned(inst int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.healthLocked(inst).probing = false
 }
 
 // secondaryWait is the wait after a secondary limit that named none: a

@@ -34,7 +34,7 @@ func TestHungRequestTimesOut(t *testing.T) {
 	for _, tt := range []struct {
 		method   string
 		wantHits int
-	}{{http.MethodGet, 1 + defaultRetries}, {http.MethodPost, 1}} {
+	}{{http.MethodPost, 1}, {http.MethodGet, 1 + defaultRetries}} {
 		req, err := c.NewRequest(tt.method, "repos/o/r/issues/1", nil)
 		if err != nil {
 			t.Fatal(err)
@@ -53,6 +53,15 @@ func TestHungRequestTimesOut(t *testing.T) {
 	tr := troubleOf(a.Troubles(), 7, TroubleFailing)
 	if tr == nil {
 		t.Fatalf("troubles = %+v, want installation 7 failing", a.Troubles())
+	}
+	// Five failures in a row: the next request is not sent at all.
+	before := f.total()
+	_, err := c.Do(context.Background(), mustRequest(t, c, http.MethodGet), nil)
+	if u, ok := IsUnavailable(err); !ok || u.Failures != 5 || !strings.Contains(err.Error(), "not sending before") {
+		t.Errorf("after five failures: err = %v, want an UnavailableError naming the streak", err)
+	}
+	if f.total() != before {
+		t.Error("a request reached GitHub while its installation's circuit was open")
 	}
 	if !strings.Contains(tr.Detail, "5 requests in a row failed") || !strings.Contains(tr.Detail, "no answer within") {
 		t.Errorf("detail %q, want the streak and the timeout", tr.Detail)
@@ -90,10 +99,19 @@ func TestTroublesSlowAndRecovered(t *testing.T) {
 		}
 		fmt.Fprint(w, `{}`)
 	})
-	a := newTestApp(t, f, nil)
+	var clk struct {
+		sync.Mutex
+		t time.Time
+	}
+	clk.t = time.Now()
+	now := func() time.Time { clk.Lock(); defer clk.Unlock(); return clk.t }
+	a := newTestApp(t, f, func(c *Config) { c.Now = now })
 	c, _ := a.Installation(7)
 	if _, err := c.Do(context.Background(), mustRequest(t, c, http.MethodGet), nil); err == nil {
 		t.Fatal("want the 502 to fail")
+	}
+	if _, err := c.Do(context.Background(), mustRequest(t, c, http.MethodGet), nil); !isUnavailable(err) {
+		t.Fatalf("err = %v, want the circuit open", err)
 	}
 	if troubleOf(a.Troubles(), 7, TroubleFailing) == nil {
 		t.Fatalf("troubles = %+v, want failing after four 502s", a.Troubles())
@@ -101,6 +119,9 @@ func TestTroublesSlowAndRecovered(t *testing.T) {
 	mu.Lock()
 	failing = false
 	mu.Unlock()
+	clk.Lock()
+	clk.t = clk.t.Add(circuitWait(4)) // the circuit's wait is over: a probe goes
+	clk.Unlock()
 	if _, err := c.Do(context.Background(), mustRequest(t, c, http.MethodGet), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -165,6 +186,59 @@ func TestRateLimitRemainingMetric(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(a.layer.remaining.WithLabelValues("7", "core")); got != 4321 {
 		t.Errorf("warden_github_ratelimit_remaining = %v, want 4321", got)
+	}
+}
+
+func isUnavailable(err error) bool { _, ok := IsUnavailable(err); return ok }
+
+// While a probe is out, other requests wait; a failed probe doubles the
+// wait; an answered one closes the circuit.
+func TestCircuitProbesOneAtATime(t *testing.T) {
+	var mu sync.Mutex
+	status := http.StatusInternalServerError
+	f := newFake(t, func(w http.ResponseWriter, r *http.Request, n int) {
+		mu.Lock()
+		code := status
+		mu.Unlock()
+		w.WriteHeader(code)
+		fmt.Fprint(w, `{}`)
+	})
+	clock := time.Unix(1_800_000_000, 0)
+	var cm sync.Mutex
+	now := func() time.Time { cm.Lock(); defer cm.Unlock(); return clock }
+	advance := func(d time.Duration) { cm.Lock(); clock = clock.Add(d); cm.Unlock() }
+	a := newTestApp(t, f, func(c *Config) { c.Now = now; c.Retries = -1 })
+	c, _ := a.Installation(7)
+	get := func() error { _, err := c.Do(context.Background(), mustRequest(t, c, http.MethodGet), nil); return err }
+	for range failingAfter {
+		if err := get(); err == nil || isUnavailable(err) {
+			t.Fatalf("err = %v, want GitHub's 500", err)
+		}
+	}
+	u, ok := IsUnavailable(get())
+	if !ok || u.Until.Sub(now()) != time.Second {
+		t.Fatalf("after %d failures: %+v, want refused for a second", failingAfter, u)
+	}
+	advance(time.Second)
+	if err := get(); err == nil || isUnavailable(err) { // the probe: sent, fails
+		t.Fatalf("probe: err = %v, want GitHub's 500", err)
+	}
+	if u, ok := IsUnavailable(get()); !ok || u.Until.Sub(now()) != 2*time.Second {
+		t.Fatalf("after a failed probe: %+v, want two seconds", u)
+	}
+	hits := f.total()
+	advance(2 * time.Second)
+	mu.Lock()
+	status = http.StatusOK
+	mu.Unlock()
+	if err := get(); err != nil {
+		t.Fatalf("probe: %v", err)
+	}
+	if err := get(); err != nil {
+		t.Fatalf("after an answered probe: %v, want the circuit closed", err)
+	}
+	if f.total()-hits != 2 {
+		t.Errorf("GitHub saw %d requests after the wait, want 2", f.total()-hits)
 	}
 }
 
