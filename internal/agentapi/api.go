@@ -220,7 +220,7 @@ func (h *handler) fail(w http.ResponseWriter, r *http.Request, p *Problem) {
 }
 
 func (h *handler) failErr(w http.ResponseWriter, r *http.Request, err error) {
-	h.fail(w, r, toProblem(err))
+	h.failWrite(w, r, err, nil, "this write")
 }
 
 func (h *handler) recoverer(next http.Handler) http.Handler {

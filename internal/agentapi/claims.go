@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"net/http"
+	"strings"
 
 	"github.com/wardenhq/warden/gating"
 	"github.com/wardenhq/warden/mirror/store"
@@ -36,6 +37,41 @@ func checkLease(field string, v *float64) *Problem {
 	return nil
 }
 
+// checkOwner checks the shape of a claim's owner (every route that takes
+// one: a claim, a maintenance claim): present, a marker field value
+// (ownerRe), and, when it has a run name (gating.OwnerRunName: for a worker
+// what follows "<token name>/", for another role what follows the first
+// "/"), a valid one (gating.RunNameProblem). A worker's owner that does not
+// begin with its token's name and "/" passes here; checkWorkerOwner
+// refuses it once the rest of the request is known to be well formed.
+func checkOwner(c *credential, owner string) *Problem {
+	example := c.name + "/run-1"
+	if owner == "" {
+		return invalid("owner", "owner is required (who holds the claim, e.g. %q)", example)
+	}
+	if run, has := gating.OwnerRunName(owner, c.role, c.name); has {
+		if why := gating.RunNameProblem(run); why != "" {
+			prefix, _ := strings.CutSuffix(owner, run)
+			return invalid("owner", "owner %q names no valid run: %s; an owner is %q followed by a run name that begins with a letter or a digit, e.g. %q",
+				owner, why, prefix, prefix+"run-1")
+		}
+	}
+	if !ownerRe.MatchString(owner) {
+		return invalid("owner", "owner %q must be 1 to 200 characters of letters, digits and . _ / @ : + - (no spaces: it goes into claim markers)", owner)
+	}
+	return nil
+}
+
+// checkWorkerOwner refuses (403 owner-not-allowed) a worker's owner that is
+// not its own: its token's name, "/" and a run name (CONTRACT.md §4, §9).
+func checkWorkerOwner(c *credential, owner string) *Problem {
+	if c.role != gating.RoleWorker || gating.OwnedBy(owner, c.name) {
+		return nil
+	}
+	return forbidden(ReasonOwnerNotAllowed, "a worker token named %s claims only under owners beginning with %q and a run name (e.g. %q), not %q",
+		c.name, c.name+"/", c.name+"/run-1", owner)
+}
+
 func (h *handler) claim(w http.ResponseWriter, r *http.Request) {
 	id, ok := h.pathID(w, r)
 	if !ok {
@@ -46,13 +82,8 @@ func (h *handler) claim(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, p)
 		return
 	}
-	var prob *Problem
-	switch {
-	case req.Owner == "":
-		prob = invalid("owner", "owner is required (who holds the claim, e.g. %q)", credOf(r).name+"/run-1")
-	case !ownerRe.MatchString(req.Owner):
-		prob = invalid("owner", "owner %q must be 1 to 200 characters of letters, digits and . _ / @ : + - (no spaces: it goes into claim markers)", req.Owner)
-	case req.Branch != "":
+	prob := checkOwner(credOf(r), req.Owner)
+	if prob == nil && req.Branch != "" {
 		prob = checkBranch("branch", req.Branch)
 	}
 	if prob == nil {
@@ -75,8 +106,8 @@ func (h *handler) claim(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if c.role == gating.RoleWorker && !gating.OwnedBy(req.Owner, c.name) {
-		h.fail(w, r, forbidden(ReasonOwnerNotAllowed, "a worker token named %s claims only under owners beginning with %q, not %q", c.name, c.name+"/", req.Owner))
+	if p := checkWorkerOwner(c, req.Owner); p != nil {
+		h.fail(w, r, p)
 		return
 	}
 	res, err := h.ledger.Claim(r.Context(), repoOf(r).ID, id, store.ClaimRequest{Owner: req.Owner, LeaseSeconds: req.LeaseSeconds,

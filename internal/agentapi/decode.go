@@ -253,7 +253,10 @@ func checkToken(field string, t *int64, required bool) *Problem {
 		return nil
 	}
 	if *t < 1 {
-		return invalid(field, "%s must be a positive integer", field)
+		if required {
+			return invalid(field, "%s %d is no fencing token: warden issues them from 1 upwards, one per claim (send the token your claim returned)", field, *t)
+		}
+		return invalid(field, "%s %d is no fencing token: warden issues them from 1 upwards, one per claim (send the token your claim returned, or leave %s out when writing outside any claim)", field, *t, field)
 	}
 	return nil
 }

@@ -249,6 +249,11 @@ func (h *handler) patchItem(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, prob)
 		return
 	}
+	// Edges are the pm's (CONTRACT.md §4): refused before anything is read.
+	if ref := gating.CheckEdgeEdits(actor.Role, id, p.AddLinks, p.RemoveLinks); ref != nil {
+		h.failErr(w, r, ref)
+		return
+	}
 	var opts store.WriteOptions
 	if containsStr(req.AddTags, "state:complete") {
 		before, err := h.ledger.Get(ctx, repo.ID, id)
@@ -273,7 +278,7 @@ func (h *handler) patchItem(w http.ResponseWriter, r *http.Request) {
 	}
 	it, err := h.ledger.Update(ctx, repo.ID, id, p, actor, opts)
 	if err != nil {
-		h.failErr(w, r, err)
+		h.failWrite(w, r, err, req.FencingToken, patchFenced(req))
 		return
 	}
 	if h.opt.Writes != nil {
@@ -288,6 +293,22 @@ func (h *handler) patchItem(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, ViewOf(it))
+}
+
+// patchFenced names what of a patch the ledger writes only under the
+// current claim's fencing token (the resume block, completion), for a fence
+// refusal's detail; "this write" when it is neither.
+func patchFenced(req patchRequest) string {
+	complete := containsStr(req.AddTags, "state:complete")
+	switch {
+	case complete && req.Body != nil:
+		return "state:complete and the resume block (body)"
+	case complete:
+		return "state:complete"
+	case req.Body != nil:
+		return "the resume block (body)"
+	}
+	return "this write"
 }
 
 // AnchorWriter hears of anchoredTo links a PATCH wrote (*mirror.Mirror):
@@ -328,8 +349,12 @@ func (h *handler) deleteItem(w http.ResponseWriter, r *http.Request) {
 	}
 	if q := r.URL.Query().Get("fencingToken"); q != "" {
 		n, err := strconv.ParseInt(q, 10, 64)
-		if err != nil || n < 1 {
-			h.fail(w, r, invalid("fencingToken", "fencingToken must be a positive integer"))
+		if err != nil {
+			h.fail(w, r, invalid("fencingToken", "fencingToken %q is not an integer (send the token your claim returned)", q))
+			return
+		}
+		if p := checkToken("fencingToken", &n, false); p != nil {
+			h.fail(w, r, p)
 			return
 		}
 		if req.FencingToken != nil && *req.FencingToken != n {
@@ -343,7 +368,7 @@ func (h *handler) deleteItem(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := h.ledger.Forget(r.Context(), repoOf(r).ID, id, req.FencingToken, actorOf(r)); err != nil {
-		h.failErr(w, r, err)
+		h.failWrite(w, r, err, req.FencingToken, "forgetting "+string(id))
 		return
 	}
 	w.Header().Set("Cache-Control", "no-store")
