@@ -90,6 +90,7 @@ type health struct {
 	// then one request at a time probes until one is answered.
 	openUntil time.Time
 	probing   bool
+	opens     int // times the circuit opened since the last answer
 	// secondaryStreak counts secondary limits in a row without a
 	// Retry-After: each doubles the default wait (GitHub: "wait for an
 	// exponentially increasing amount of time between retries").
@@ -231,7 +232,7 @@ func (l *layer) answered(inst int64, took time.Duration, status int) {
 	defer l.mu.Unlock()
 	h := l.healthLocked(inst)
 	h.failStreak, h.failingSince = 0, time.Time{}
-	h.openUntil, h.probing = time.Time{}, false
+	h.openUntil, h.probing, h.opens = time.Time{}, false, 0
 	if h.ewma == 0 {
 		h.ewma = took
 	} else {
@@ -268,17 +269,23 @@ func (l *layer) failed(inst int64, class, what string) {
 	}
 	h.failStreak++
 	h.lastFailure = what
-	h.probing = false
-	if h.failStreak >= failingAfter {
-		h.openUntil = now.Add(circuitWait(h.failStreak))
+	switch {
+	case h.probing:
+		// The probe failed: wait longer before the next.
+		h.probing = false
+		h.opens++
+		h.openUntil = now.Add(circuitWait(h.opens))
+	case h.failStreak >= failingAfter && h.opens == 0:
+		h.opens = 1
+		h.openUntil = now.Add(circuitWait(1))
 	}
 }
 
-// circuitWait is how long an installation's requests are refused after
-// streak failures in a row: a second after the failingAfter-th, doubling
-// with each failed probe, up to circuitMax.
-func circuitWait(streak int) time.Duration {
-	return min(time.Second<<min(streak-failingAfter, 10), circuitMax)
+// circuitWait is how long an installation's requests are refused after the
+// circuit opened for the n-th time in a row: a second, doubling with each
+// failed probe, up to circuitMax.
+func circuitWait(n int) time.Duration {
+	return min(time.Second<<min(n-1, 10), circuitMax)
 }
 
 // circuitMax bounds the wait between probes of a failing installation, so

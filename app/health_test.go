@@ -14,8 +14,9 @@ import (
 )
 
 // A hung GitHub answer ends at the attempt's deadline with a TimeoutError;
-// a GET is retried like a 5xx, a POST is not; the installation then reads
-// failing, with the timeout named.
+// a GET is retried like a 5xx, a POST is not; after three in a row the
+// installation reads failing, with the timeout named, and sends nothing
+// until its circuit lets a probe through.
 func TestHungRequestTimesOut(t *testing.T) {
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
@@ -29,12 +30,13 @@ func TestHungRequestTimesOut(t *testing.T) {
 	a := newTestApp(t, f, func(c *Config) {
 		c.RequestTimeout = 100 * time.Millisecond
 		c.Registerer = reg
+		c.Retries = 1
 	})
 	c, _ := a.Installation(7)
 	for _, tt := range []struct {
 		method   string
 		wantHits int
-	}{{http.MethodPost, 1}, {http.MethodGet, 1 + defaultRetries}} {
+	}{{http.MethodGet, 2}, {http.MethodPost, 1}} {
 		req, err := c.NewRequest(tt.method, "repos/o/r/issues/1", nil)
 		if err != nil {
 			t.Fatal(err)
@@ -54,20 +56,20 @@ func TestHungRequestTimesOut(t *testing.T) {
 	if tr == nil {
 		t.Fatalf("troubles = %+v, want installation 7 failing", a.Troubles())
 	}
-	// Five failures in a row: the next request is not sent at all.
+	// Three failures in a row: the next request is not sent at all.
 	before := f.total()
 	_, err := c.Do(context.Background(), mustRequest(t, c, http.MethodGet), nil)
-	if u, ok := IsUnavailable(err); !ok || u.Failures != 5 || !strings.Contains(err.Error(), "not sending before") {
+	if u, ok := IsUnavailable(err); !ok || u.Failures != 3 || !strings.Contains(err.Error(), "not sending before") {
 		t.Errorf("after five failures: err = %v, want an UnavailableError naming the streak", err)
 	}
 	if f.total() != before {
 		t.Error("a request reached GitHub while its installation's circuit was open")
 	}
-	if !strings.Contains(tr.Detail, "5 requests in a row failed") || !strings.Contains(tr.Detail, "no answer within") {
+	if !strings.Contains(tr.Detail, "3 requests in a row failed") || !strings.Contains(tr.Detail, "no answer within") {
 		t.Errorf("detail %q, want the streak and the timeout", tr.Detail)
 	}
-	if got := testutil.ToFloat64(a.layer.errors.WithLabelValues("7", classTimeout)); got != 5 {
-		t.Errorf("warden_github_errors_total{class=timeout} = %v, want 5", got)
+	if got := testutil.ToFloat64(a.layer.errors.WithLabelValues("7", classTimeout)); got != 3 {
+		t.Errorf("warden_github_errors_total{class=timeout} = %v, want 3", got)
 	}
 }
 

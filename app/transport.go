@@ -230,15 +230,13 @@ func (l *layer) roundTrip(inst int64, req *http.Request) (*http.Response, error)
 			}
 			return nil, err
 		}
-		if !sent {
-			// The circuit gates requests, not their retries: a request
-			// admitted keeps its retries.
-			if err := l.admit(inst); err != nil {
-				if hasBody {
-					req.Body.Close()
-				}
-				return nil, err
+		// The circuit gates every attempt: once the installation's
+		// requests fail in a row, a retry is only another probe.
+		if err := l.admit(inst); err != nil {
+			if !sent && hasBody {
+				req.Body.Close()
 			}
+			return nil, err
 		}
 		out := first
 		if sent {

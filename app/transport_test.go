@@ -96,6 +96,10 @@ func (f *flakyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return f.base.RoundTrip(r)
 }
 
+// circuitOpen is a wantFinal of TestRetriesOnlyIdempotentMethods: the
+// retries ended with the installation's circuit open.
+const circuitOpen = -1
+
 func TestRetriesOnlyIdempotentMethods(t *testing.T) {
 	tests := []struct {
 		name      string
@@ -105,10 +109,10 @@ func TestRetriesOnlyIdempotentMethods(t *testing.T) {
 		retries   int
 		wantHits  int // requests the server saw
 		wantCalls int // requests the layer counted (transport errors too)
-		wantFinal int // final status; 0 = transport error
+		wantFinal int // final status; 0 = transport error; circuitOpen
 	}{
 		{"GET 503 twice then 200", http.MethodGet, []int{503, 503, 200}, 0, 0, 3, 3, 200},
-		{"GET 500 502 504 exhaust 3 retries", http.MethodGet, []int{500, 502, 504, 500, 200}, 0, 0, 4, 4, 500},
+		{"GET 500 502 504: the third failure in a row opens the circuit", http.MethodGet, []int{500, 502, 504, 500, 200}, 0, 0, 3, 3, circuitOpen},
 		{"GET retries configurable", http.MethodGet, []int{500}, 0, 1, 2, 2, 500},
 		{"GET retries disabled", http.MethodGet, []int{500, 200}, 0, -1, 1, 1, 500},
 		{"GET 501 not retried", http.MethodGet, []int{501, 200}, 0, 0, 1, 1, 501},
@@ -150,6 +154,10 @@ func TestRetriesOnlyIdempotentMethods(t *testing.T) {
 			}
 			resp, err := c.Do(context.Background(), req, nil)
 			switch {
+			case tt.wantFinal == circuitOpen:
+				if _, ok := IsUnavailable(err); !ok {
+					t.Fatalf("want the circuit open (UnavailableError), got resp %v err %v", resp, err)
+				}
 			case tt.wantFinal == 0:
 				if err == nil || resp != nil {
 					t.Fatalf("want transport error, got resp %v err %v", resp, err)
