@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"mime"
 	"net/http"
+	"os"
 	"time"
 )
 
@@ -29,9 +31,19 @@ type IngressOptions struct {
 	// and dropped.
 	Handles func(event string) bool
 	// MaxConcurrentReads bounds bodies being read before their signature is
-	// checked; default 64. Past it, requests wait up to ReadWait, then 503.
+	// checked, from all clients together; default 64. Past it, requests
+	// wait up to ReadWait, then 503.
 	MaxConcurrentReads int
 	ReadWait           time.Duration // default 2s
+	// MaxReadsPerAddress bounds the bodies one client address (clientKey)
+	// may have being read before their signature is checked, including
+	// those waiting for one of the MaxConcurrentReads; default an eighth of
+	// MaxConcurrentReads (8), at least 1. Past it, 429 at once.
+	MaxReadsPerAddress int
+	// BodyTimeout is how long after its headers a body may take to arrive
+	// (a read deadline on the connection, set per request); default 5s.
+	// Past it, 408 and the connection is closed.
+	BodyTimeout time.Duration
 	// AckTimeout bounds the durable write; GitHub gives up after 10s.
 	AckTimeout time.Duration // default 8s
 }
@@ -43,16 +55,23 @@ type Ingress struct {
 	inbox Acceptor
 	m     *Metrics
 	log   *slog.Logger
-	reads chan struct{}
+	reads chan struct{}   // global read slots
+	addrs *addressLimiter // read slots per client address
 }
 
 // NewIngress builds the handler.
 func NewIngress(inbox Acceptor, m *Metrics, log *slog.Logger, opt IngressOptions) *Ingress {
 	if opt.MaxConcurrentReads <= 0 {
-		opt.MaxConcurrentReads = 64
+		opt.MaxConcurrentReads = DefaultMaxConcurrentReads
 	}
 	if opt.ReadWait <= 0 {
 		opt.ReadWait = 2 * time.Second
+	}
+	if opt.MaxReadsPerAddress <= 0 {
+		opt.MaxReadsPerAddress = max(1, opt.MaxConcurrentReads/readsPerAddressShare)
+	}
+	if opt.BodyTimeout <= 0 {
+		opt.BodyTimeout = DefaultBodyTimeout
 	}
 	if opt.AckTimeout <= 0 {
 		opt.AckTimeout = 8 * time.Second
@@ -66,7 +85,8 @@ func NewIngress(inbox Acceptor, m *Metrics, log *slog.Logger, opt IngressOptions
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Ingress{opt: opt, inbox: inbox, m: m, log: log, reads: make(chan struct{}, opt.MaxConcurrentReads)}
+	return &Ingress{opt: opt, inbox: inbox, m: m, log: log, reads: make(chan struct{}, opt.MaxConcurrentReads),
+		addrs: newAddressLimiter(opt.MaxReadsPerAddress)}
 }
 
 // Rejection reasons (the label values of warden_deliveries_rejected_total).
@@ -76,7 +96,9 @@ const (
 	ReasonSignature   = "signature"
 	ReasonContentType = "content_type"
 	ReasonHeaders     = "headers"
-	ReasonBusy        = "busy"
+	ReasonBusy        = "busy"         // every unverified read slot taken
+	ReasonAddressBusy = "address_busy" // the client address's read slots taken
+	ReasonReadTimeout = "read_timeout" // the body did not arrive within BodyTimeout
 	ReasonRead        = "read"
 	ReasonStore       = "store"
 )
@@ -89,21 +111,35 @@ func (g *Ingress) reject(w http.ResponseWriter, code int, reason, msg string) {
 	io.WriteString(w, msg+"\n")
 }
 
+// ServeHTTP handles one delivery: refused (with the reason counted) or
+// verified, stored and acknowledged.
 func (g *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	g.m.Received.Inc()
+	if r.ContentLength != 0 {
+		// The body must arrive within BodyTimeout of the headers: this also
+		// bounds what net/http reads of a refused request's body after the
+		// answer. Only while a body remains: once it has been read, net/http
+		// clears the deadline itself to watch for the client going away.
+		// A writer that is not a connection's (a test's recorder) cannot
+		// take a deadline; nothing to bound there.
+		if err := http.NewResponseController(w).SetReadDeadline(start.Add(g.opt.BodyTimeout)); err != nil &&
+			!errors.Is(err, http.ErrNotSupported) {
+			g.log.Debug("webhooks: no read deadline on the request", "remote", r.RemoteAddr, "err", err)
+		}
+	}
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		g.reject(w, http.StatusMethodNotAllowed, ReasonMethod, "webhooks: only POST is accepted")
+		g.refuseUnread(w, r, http.StatusMethodNotAllowed, ReasonMethod, "webhooks: only POST is accepted")
 		return
 	}
 	if r.ContentLength > MaxBody {
-		g.reject(w, http.StatusRequestEntityTooLarge, ReasonTooLarge, "webhooks: body over 25 MiB")
+		g.refuseUnread(w, r, http.StatusRequestEntityTooLarge, ReasonTooLarge, "webhooks: body over 25 MiB")
 		return
 	}
 	sig := r.Header.Get("X-Hub-Signature-256")
 	if sig == "" {
-		g.reject(w, http.StatusUnauthorized, ReasonSignature, "webhooks: missing X-Hub-Signature-256")
+		g.refuseUnread(w, r, http.StatusUnauthorized, ReasonSignature, "webhooks: missing X-Hub-Signature-256")
 		return
 	}
 	body, ok := g.readBody(w, r)
@@ -159,16 +195,28 @@ func (g *Ingress) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	io.WriteString(w, res.String()+"\n")
 }
 
-// readBody reads at most MaxBody bytes while holding one of the bounded
-// unauthenticated read slots.
+// readBody reads at most MaxBody bytes while holding one of its client
+// address's read slots and one of the bounded unauthenticated read slots.
+// An address over its cap is refused at once; a request finding every
+// slot taken waits up to ReadWait for one.
 func (g *Ingress) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
+	addr := clientKey(r.RemoteAddr)
+	if !g.addrs.acquire(addr) {
+		g.log.Debug("delivery refused: too many unverified bodies from one address", "remote", r.RemoteAddr)
+		w.Header().Set("Retry-After", retryAfter(g.opt.BodyTimeout))
+		g.refuseUnread(w, r, http.StatusTooManyRequests, ReasonAddressBusy, fmt.Sprintf(
+			"webhooks: too many deliveries from this address at once (at most %d bodies read before their signature is checked); retry later",
+			g.opt.MaxReadsPerAddress))
+		return nil, false
+	}
+	defer g.addrs.release(addr)
 	t := time.NewTimer(g.opt.ReadWait)
 	defer t.Stop()
 	select {
 	case g.reads <- struct{}{}:
 	case <-t.C:
 		w.Header().Set("Retry-After", "1")
-		g.reject(w, http.StatusServiceUnavailable, ReasonBusy, "webhooks: too many deliveries being read; retry")
+		g.refuseUnread(w, r, http.StatusServiceUnavailable, ReasonBusy, "webhooks: too many deliveries being read; retry")
 		return nil, false
 	case <-r.Context().Done():
 		return nil, false
@@ -182,9 +230,15 @@ func (g *Ingress) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool
 	_, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, MaxBody))
 	if err != nil {
 		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
+		switch {
+		case errors.As(err, &tooBig):
 			g.reject(w, http.StatusRequestEntityTooLarge, ReasonTooLarge, "webhooks: body over 25 MiB")
-		} else {
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			g.log.Warn("delivery refused: body too slow", "remote", r.RemoteAddr, "read", buf.Len(), "err", err)
+			w.Header().Set("Connection", "close")
+			g.reject(w, http.StatusRequestTimeout, ReasonReadTimeout, fmt.Sprintf(
+				"webhooks: the body did not arrive within %s of the headers (GitHub sends a delivery at once)", g.opt.BodyTimeout))
+		default:
 			g.reject(w, http.StatusBadRequest, ReasonRead, "webhooks: could not read the body")
 		}
 		return nil, false

@@ -362,7 +362,19 @@ func TestIngressBoundedUnauthenticatedReads(t *testing.T) {
 	go func() { slowDone <- f.serve(slow) }()
 	waitFor(t, 5*time.Second, "the slow request to hold the read slot", func() bool { return len(f.g.reads) == 1 })
 
+	// The same address is refused at once: its one slot is taken.
 	w := f.serve(signedRequest("issues", newDeliveryID(), body))
+	if w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") == "" {
+		t.Fatalf("second request from the same address: %d (Retry-After %q), want 429 with Retry-After",
+			w.Code, w.Header().Get("Retry-After"))
+	}
+	if got := f.rejected(t, ReasonAddressBusy); got != 1 {
+		t.Fatalf("rejected{address_busy} = %v, want 1", got)
+	}
+	// Another address waits ReadWait for the only slot, then 503.
+	other := signedRequest("issues", newDeliveryID(), body)
+	other.RemoteAddr = "198.51.100.9:4321"
+	w = f.serve(other)
 	if w.Code != http.StatusServiceUnavailable {
 		t.Fatalf("second request while the slot is held: %d, want 503", w.Code)
 	}
@@ -414,6 +426,7 @@ func TestIngressConcurrentReadsUpToTheBound(t *testing.T) {
 		writers[i] = pw
 		r := signedRequest("issues", newDeliveryID(), body)
 		r.Body, r.ContentLength = pr, -1
+		r.RemoteAddr = fmt.Sprintf("198.51.100.%d:4321", i+1) // one read per address
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
