@@ -35,7 +35,7 @@ func main() {
 	quick := flag.Bool("quick", false, "a short smoke run (seconds), for CI")
 	out := flag.String("json", "", "also write the figures as JSON to this file")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile here")
-	only := flag.String("only", "", "run one section: ingest, serve, ledger, postgres, ready, apicalls, reconcile or adopt")
+	only := flag.String("only", "", "run one section: ingest, serve, ledger, postgres, ready, apicalls, reconcile, adopt or faults")
 	pgURL := flag.String("postgres", os.Getenv(postgresEnv), "a postgres:// URL for the PostgreSQL sections (default $"+postgresEnv+")")
 	flag.Parse()
 	if *cpuprofile != "" {
@@ -78,13 +78,14 @@ func main() {
 		{"apicalls", func() ([]Figure, error) { return benchAPICalls(ctx, *quick) }},
 		{"reconcile", func() ([]Figure, error) { return benchReconcile(ctx, *quick) }},
 		{"adopt", func() ([]Figure, error) { return benchAdoptSection(ctx, *quick) }},
+		{"faults", func() ([]Figure, error) { return benchFaults(ctx, *quick) }},
 	}
 	known := false
 	for _, sec := range sections {
 		known = known || *only == "" || *only == sec.name
 	}
 	if !known {
-		fmt.Fprintf(os.Stderr, "bench: -only %q names no section (ingest, serve, ledger, postgres, ready, apicalls, reconcile, adopt)\n", *only)
+		fmt.Fprintf(os.Stderr, "bench: -only %q names no section (ingest, serve, ledger, postgres, ready, apicalls, reconcile, adopt, faults)\n", *only)
 		os.Exit(2)
 	}
 	var figs []Figure

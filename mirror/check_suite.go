@@ -54,7 +54,7 @@ func (m *Mirror) HandleCheckSuite(ctx context.Context, ev Event) (string, error)
 	}
 	var p checkSuitePayload
 	if err := json.Unmarshal(ev.Payload, &p); err != nil {
-		return "", fmt.Errorf("check_suite payload: %w", err)
+		return "", payloadErr("check_suite payload: %w", err)
 	}
 	ours := 0
 	for _, pr := range p.CheckSuite.PullRequests {
@@ -76,7 +76,7 @@ func (m *Mirror) HandleCheckRun(ctx context.Context, ev Event) (string, error) {
 	}
 	var p checkSuitePayload
 	if err := json.Unmarshal(ev.Payload, &p); err != nil {
-		return "", fmt.Errorf("check_run payload: %w", err)
+		return "", payloadErr("check_run payload: %w", err)
 	}
 	if p.CheckRun.Name != CheckRunName {
 		return "not warden's check run: " + OutcomeIgnored, nil

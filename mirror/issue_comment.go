@@ -66,7 +66,7 @@ func parseGHTime(s string) (time.Time, bool) {
 func (m *Mirror) HandleIssueComment(ctx context.Context, ev Event) (string, error) {
 	var p issueCommentPayload
 	if err := json.Unmarshal(ev.Payload, &p); err != nil {
-		return "", fmt.Errorf("issue_comment payload: %w", err)
+		return "", payloadErr("issue_comment payload: %w", err)
 	}
 	switch ev.Action {
 	case "created", "edited", "deleted":

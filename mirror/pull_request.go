@@ -19,7 +19,7 @@ import (
 func (m *Mirror) HandlePullRequest(ctx context.Context, ev Event) (string, error) {
 	var p github.PullRequestEvent
 	if err := json.Unmarshal(ev.Payload, &p); err != nil {
-		return "", fmt.Errorf("pull_request payload: %w", err)
+		return "", payloadErr("pull_request payload: %w", err)
 	}
 	switch ev.Action {
 	case "opened", "reopened", "synchronize", "edited", "ready_for_review", "closed", "converted_to_draft":
@@ -33,7 +33,7 @@ func (m *Mirror) HandlePullRequest(ctx context.Context, ev Event) (string, error
 		return "", err
 	}
 	if p.PullRequest == nil {
-		return "", errors.New("pull_request payload: no pull_request")
+		return "", payloadErr("pull_request payload: no pull_request")
 	}
 	rec := pullRecordOf(p.PullRequest)
 	applied, err := m.Ledger.RecordPull(ctx, repo.ID, rec)

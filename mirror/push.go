@@ -69,7 +69,7 @@ const pushCommitLimit = 20
 func decodePush(payload []byte) (*pushPayload, error) {
 	var p pushPayload
 	if err := json.Unmarshal(payload, &p); err != nil {
-		return nil, fmt.Errorf("push payload: %w", err)
+		return nil, payloadErr("push payload: %w", err)
 	}
 	return &p, nil
 }

@@ -30,7 +30,8 @@ type DispatchOptions struct {
 	// 4×Workers in flight, so hung GitHub calls never take every worker.
 	// Default 10s.
 	SlowAfter time.Duration
-	// Now is the clock of due times and holds; nil: time.Now.
+	// Now is warden's clock, which GitHub's rate-limit resets are judged
+	// by (holds); nil: time.Now. Due times and backoff run on real time.
 	Now func() time.Time
 	// Identity returns warden's bot login. The dispatcher processes nothing
 	// until it has succeeded once: a delivery warden itself caused must never
@@ -220,8 +221,8 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	var graceTimer <-chan time.Time
 	stopping := false
 	for {
-		now := d.opt.Now()
-		d.heartbeat.Store(time.Now().UnixMilli())
+		now := time.Now()
+		d.heartbeat.Store(now.UnixMilli())
 		if stopping && d.inflight == 0 {
 			wg.Wait()
 			return nil
@@ -252,7 +253,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 			wait = 0 // the start's load is under way: its next pages now
 		}
 		if at := d.q.next(); !at.IsZero() {
-			wait = min(wait, max(at.Sub(d.opt.Now()), 0))
+			wait = min(wait, max(time.Until(at), 0))
 		}
 		timer.Reset(wait)
 		select {
@@ -401,9 +402,9 @@ func (d *Dispatcher) fullSync(ctx context.Context, now time.Time) {
 func (d *Dispatcher) finish(r taskResult) {
 	d.inflight--
 	delete(d.running, r.e.Seq)
-	now := d.opt.Now()
+	now := time.Now()
 	if r.throttle != nil {
-		d.holdFor(*r.throttle, now)
+		d.holdFor(*r.throttle, d.opt.Now())
 	}
 	if r.held {
 		d.q.holdKey(r.e.kq, now.Add(elsewhereFor))
@@ -445,10 +446,10 @@ func (d *Dispatcher) fill(workCtx context.Context, wg *sync.WaitGroup, now time.
 		if e == nil {
 			break
 		}
-		if until, held := d.holds.until(e.Meta.Installation, now); held {
+		if wait, held := d.heldFor(e.Meta.Installation); held {
 			// Its installation waits out a rate limit: the key waits
 			// with it, and nothing probes GitHub meanwhile.
-			d.q.holdKey(e.kq, until)
+			d.q.holdKey(e.kq, now.Add(wait))
 			d.q.putBack(e, now)
 			continue
 		}
@@ -483,7 +484,7 @@ func (d *Dispatcher) run(ctx context.Context, e *entry, now time.Time) taskResul
 		// here: it is queued, and runs first.
 		q, pending, err := d.inbox.queuedOne(ctx, earlier)
 		if err != nil || !pending {
-			return taskResult{e: e, due: d.opt.Now().Add(d.opt.Poll)}
+			return taskResult{e: e, due: time.Now().Add(d.opt.Poll)}
 		}
 		return taskResult{e: e, due: e.Due, add: &q}
 	}
@@ -498,15 +499,15 @@ func (d *Dispatcher) run(ctx context.Context, e *entry, now time.Time) taskResul
 // recorded a failed try), or held elsewhere.
 func (d *Dispatcher) unclaimed(ctx context.Context, e *entry, claimErr error) taskResult {
 	if claimErr != nil {
-		return taskResult{e: e, due: d.opt.Now().Add(d.opt.Poll)}
+		return taskResult{e: e, due: time.Now().Add(d.opt.Poll)}
 	}
 	st, err := d.inbox.stateOf(ctx, e.Seq)
 	switch {
 	case err != nil:
-		return taskResult{e: e, due: d.opt.Now().Add(d.opt.Poll)}
+		return taskResult{e: e, due: time.Now().Add(d.opt.Poll)}
 	case st.State != StatePending:
 		return taskResult{e: e, gone: true}
-	case st.Due.After(d.opt.Now()):
+	case st.Due.After(time.Now()):
 		e.Attempts = st.Attempts
 		return taskResult{e: e, due: st.Due}
 	}
@@ -533,7 +534,7 @@ func (d *Dispatcher) process(ctx context.Context, claim *Claim, e *entry) taskRe
 		if payload, err = d.inbox.Payload(ctx, e.Seq); err != nil {
 			log().Error("load payload", "err", err)
 			d.inbox.Abandon(claim)
-			return taskResult{e: e, due: d.opt.Now().Add(d.opt.Poll)} // still pending; tried again soon
+			return taskResult{e: e, due: time.Now().Add(d.opt.Poll)} // still pending; tried again soon
 		}
 	}
 	dv := &Delivery{Seq: e.Seq, ID: e.ID, Event: e.Event, Payload: payload, Attempt: e.Attempts + 1, Meta: m,
@@ -608,7 +609,7 @@ func (d *Dispatcher) recordFailure(log *slog.Logger, claim *Claim, e *entry, att
 	}
 	var perm permanentError
 	dead := errors.As(cause, &perm) || attempt >= d.opt.MaxAttempts
-	next := d.opt.Now().Add(d.backoff(attempt))
+	next := time.Now().Add(d.backoff(attempt))
 	// Record the failure even during shutdown.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -619,7 +620,7 @@ func (d *Dispatcher) recordFailure(log *slog.Logger, claim *Claim, e *entry, att
 			return taskResult{e: e, gone: true}
 		}
 		log.Error("record delivery failure", "err", err, "cause", cause)
-		return taskResult{e: e, due: d.opt.Now().Add(d.opt.Poll)}
+		return taskResult{e: e, due: time.Now().Add(d.opt.Poll)}
 	}
 	if dead {
 		d.m.DeadTotal.WithLabelValues(e.Event).Inc()
@@ -663,7 +664,7 @@ func (d *Dispatcher) refreshGauges(ctx context.Context, count bool) {
 }
 
 func (d *Dispatcher) prune(ctx context.Context) {
-	n, err := d.inbox.Prune(ctx, d.opt.Now().Add(-d.opt.Retention))
+	n, err := d.inbox.Prune(ctx, time.Now().Add(-d.opt.Retention))
 	if err != nil {
 		d.log.Error("prune inbox", "err", err)
 		return

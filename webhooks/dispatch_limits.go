@@ -55,6 +55,23 @@ const maxInFlightFactor = 4
 // already past (clock skew) must not become a tight loop.
 const minThrottle = 100 * time.Millisecond
 
+// holdRecheck is the longest a held key or a deferred delivery sleeps
+// before the hold is looked at again: holds are judged by warden's clock
+// (DispatchOptions.Now), which a test or the demo may move, while the
+// queue's timers run on real time. A held key costs one look per recheck.
+const holdRecheck = time.Second
+
+// heldFor reports whether installation's deliveries are held now, and how
+// long (real time) to leave them before looking again.
+func (d *Dispatcher) heldFor(installation int64) (time.Duration, bool) {
+	clockNow := d.opt.Now()
+	until, held := d.holds.until(installation, clockNow)
+	if !held {
+		return 0, false
+	}
+	return min(until.Sub(clockNow), holdRecheck), true
+}
+
 // Hold is a stop the dispatcher put on an installation's deliveries while a
 // GitHub rate limit lasts (for the status page).
 type Hold struct {
@@ -157,25 +174,28 @@ func (d *Dispatcher) holdFor(t throttle, now time.Time) {
 // reset, spending no try.
 func (d *Dispatcher) recordThrottle(log *slog.Logger, claim *Claim, e *entry, th throttledError) taskResult {
 	t := th.t
-	now := d.opt.Now()
-	if t.until.Before(now.Add(minThrottle)) {
-		t.until = now.Add(minThrottle)
+	clockNow := d.opt.Now()
+	if t.until.Before(clockNow.Add(minThrottle)) {
+		t.until = clockNow.Add(minThrottle)
 	}
 	t.cause = th.Error()
+	// The delivery is due again soon; the installation's hold (recorded
+	// when this result reaches the loop) is what keeps it waiting.
+	next := time.Now().Add(min(t.until.Sub(clockNow), holdRecheck))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := d.inbox.Defer(ctx, claim, "waiting for a GitHub rate limit: "+t.cause, t.until); err != nil {
+	if err := d.inbox.Defer(ctx, claim, "waiting for GitHub: "+t.cause, next); err != nil {
 		d.inbox.Abandon(claim)
 		if errors.Is(err, ErrNotPending) {
 			log.Warn("delivery changed state under its handler; dropped", "err", err, "cause", th)
 			return taskResult{e: e, gone: true}
 		}
 		log.Error("record delivery deferral", "err", err, "cause", th)
-		return taskResult{e: e, due: now.Add(d.opt.Poll), throttle: &t}
+		return taskResult{e: e, due: time.Now().Add(d.opt.Poll), throttle: &t}
 	}
 	d.m.Deferred.WithLabelValues(e.Event).Inc()
-	log.Debug("delivery waits for a GitHub rate limit", "until", t.until.UTC().Format(time.RFC3339))
-	return taskResult{e: e, due: t.until, throttle: &t}
+	log.Debug("delivery waits for GitHub", "until", t.until.UTC().Format(time.RFC3339))
+	return taskResult{e: e, due: next, throttle: &t}
 }
 
 // freeWorkers is how many handlers may start now: Workers, less those

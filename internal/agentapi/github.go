@@ -128,6 +128,9 @@ func wrap(op string, resp *github.Response, err error) error {
 	if _, ok := app.IsRateLimited(err); ok {
 		return err
 	}
+	if _, ok := app.IsUnavailable(err); ok {
+		return err
+	}
 	var er *github.ErrorResponse
 	if errors.As(err, &er) && er.Response != nil {
 		msg := er.Message

@@ -61,6 +61,7 @@ const (
 	ReasonMethod           = "method-not-allowed"
 	ReasonGitHub           = "github-error"
 	ReasonRateLimited      = "github-rate-limited"
+	ReasonGitHubFailing    = "github-failing"
 	ReasonInternal         = "internal"
 )
 
@@ -129,6 +130,13 @@ func toProblem(err error) *Problem {
 	if rl, ok := app.IsRateLimited(err); ok {
 		p := problem(http.StatusServiceUnavailable, ReasonRateLimited, "GitHub's rate limit for this installation is exhausted until %s; nothing was written, retry then", rl.Reset.UTC().Format(time.RFC3339))
 		p.retryAfter = time.Until(rl.Reset)
+		p.cause = err
+		return p
+	}
+	if u, ok := app.IsUnavailable(err); ok {
+		p := problem(http.StatusServiceUnavailable, ReasonGitHubFailing, "GitHub is failing for this installation (%d requests in a row, last: %s): warden did not send this request's GitHub call; retry after %s",
+			u.Failures, u.Last, u.Until.UTC().Format(time.RFC3339))
+		p.retryAfter = time.Until(u.Until)
 		p.cause = err
 		return p
 	}

@@ -128,6 +128,18 @@ func (s *Sim) ClearFaults() {
 	s.faults = faults{}
 }
 
+// PendingFaults is how many faulted answers (FailNext, SecondaryLimitNext,
+// HangNext) are still to be given.
+func (s *Sim) PendingFaults() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, f := range s.faults.list {
+		n += f.remaining
+	}
+	return n
+}
+
 // SetLatency delays every response by d.
 func (s *Sim) SetLatency(d time.Duration) {
 	s.mu.Lock()

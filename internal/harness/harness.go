@@ -52,6 +52,10 @@ type Options struct {
 	// DeliveryCalls, if set, receives the GitHub requests each handling of a
 	// delivery made (service.Options.DeliveryCalls; the bench uses it).
 	DeliveryCalls service.CallsObserver
+	// Production runs the dispatcher and the GitHub access layer with
+	// warden serve's own retries, backoff and waits instead of the tests'
+	// fast ones (the bench's fault section measures them).
+	Production bool
 }
 
 // Env is a running warden wired to a running simulator.

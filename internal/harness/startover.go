@@ -63,12 +63,19 @@ func (e *Env) StartOver(ctx context.Context, name string) error {
 // dispatcher, quick GitHub retries, and the timer pass and the reconcile
 // run when a test says (Sweep, Reconcile), not on a ticker.
 func serviceOptions(o Options) service.Options {
-	return service.Options{
+	so := service.Options{
 		Dispatch:        webhooks.DispatchOptions{Workers: 4, BackoffBase: 20 * time.Millisecond, BackoffMax: 200 * time.Millisecond, MaxAttempts: 4, Poll: 10 * time.Millisecond, Grace: 5 * time.Second},
 		GitHubRetryBase: 5 * time.Millisecond, GitHubMaxWait: 2 * time.Second, Now: o.Now,
 		SweepInterval: time.Hour, NoReconcileLoop: true,
 		DeliveryCalls: o.DeliveryCalls,
 	}
+	if o.Production {
+		// warden serve's own retry, backoff and wait settings; the poll
+		// stays short so that a measure is of them, not of the poll.
+		so.Dispatch = webhooks.DispatchOptions{Poll: 20 * time.Millisecond}
+		so.GitHubRetryBase, so.GitHubMaxWait = 0, 0
+	}
+	return so
 }
 
 // serve runs e.Service on s's listeners until Close or StartOver stops it,

@@ -68,6 +68,9 @@ type Service struct {
 type Options struct {
 	// Transport carries GitHub calls; nil = the default transport.
 	Transport http.RoundTripper
+	// GitHubTimeout bounds one attempt of a GitHub request (0: the access
+	// layer's default, 30s).
+	GitHubTimeout time.Duration
 	// Dispatch tunes the dispatcher (workers, retries, backoff).
 	Dispatch webhooks.DispatchOptions
 	// DeliveryCalls, if set, receives the GitHub requests each handling of
@@ -113,7 +116,7 @@ func Build(ctx context.Context, s *config.Settings, log *slog.Logger, o Options)
 	svc.App, err = app.New(app.Config{
 		AppID: s.AppID, PrivateKey: s.PrivateKey, BaseURL: s.GitHubAPIURL,
 		Transport: o.Transport, Logger: log, Registerer: svc.Registry,
-		RetryBase: o.GitHubRetryBase, MaxWait: o.GitHubMaxWait,
+		RetryBase: o.GitHubRetryBase, MaxWait: o.GitHubMaxWait, RequestTimeout: o.GitHubTimeout, Now: o.Now,
 	})
 	if err != nil {
 		svc.Close()
@@ -162,6 +165,9 @@ func Build(ctx context.Context, s *config.Settings, log *slog.Logger, o Options)
 	svc.Mirror.HTMLBase, svc.Mirror.StatusHint = htmlBase(s.GitHubAPIURL), reports.StatusHint
 	svc.Router = NewRouter(svc.Mirror, svc.observeCalls(o.DeliveryCalls))
 	opts := o.Dispatch
+	if opts.Now == nil {
+		opts.Now = o.Now
+	}
 	opts.Identity = func(ctx context.Context) (string, error) {
 		id, err := svc.App.Identity(ctx)
 		return id.BotLogin, err
@@ -193,22 +199,7 @@ func (svc *Service) publicRoutes(ingress, api, mcp http.Handler) http.Handler {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(w, "ok")
 	})
-	r.Get("/readyz", func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-		defer cancel()
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if err := svc.DB.Ping(ctx); err != nil {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			fmt.Fprintln(w, "database: not answering")
-			return
-		}
-		if err := svc.Dispatcher.Healthy(); err != nil {
-			w.WriteHeader(http.StatusServiceUnavailable)
-			fmt.Fprintln(w, err.Error())
-			return
-		}
-		fmt.Fprintln(w, "ready")
-	})
+	r.Get("/readyz", svc.readyz)
 	return r
 }
 
@@ -246,7 +237,9 @@ func (svc *Service) Serve(ctx context.Context, publicAddr, adminAddr string, rea
 		return &config.Error{Msg: fmt.Sprintf("WARDEN_ADMIN_LISTEN: %v", err)}
 	}
 	errLog := slog.NewLogLogger(svc.Log.Handler(), slog.LevelWarn)
-	public := &http.Server{Handler: svc.Public, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 60 * time.Second,
+	// Headers must arrive within webhooks.HeaderTimeout; POST /webhooks
+	// sets its own body deadline per request, ReadTimeout covers the rest.
+	public := &http.Server{Handler: svc.Public, ReadHeaderTimeout: webhooks.HeaderTimeout, ReadTimeout: 60 * time.Second,
 		WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second, ErrorLog: errLog}
 	// The admin listener's writes may take as long as a CPU profile asks
 	// for (/debug/pprof/profile?seconds=60).

@@ -52,6 +52,10 @@ a{color:#0550ae}
 </style></head><body>
 <h1>warden</h1>
 <p>Inbox: <strong>{{.Pending}}</strong> waiting, <strong>{{.Dead}}</strong> dead letters. Bot: {{if .Bot}}<code>{{.Bot}}</code>{{else}}<span class="err">identity not yet learned from GET /app</span>{{end}}</p>
+<h2 id="github">GitHub</h2>
+{{if .GitHub}}<table><tr><th>trouble</th><th>installation</th><th>since</th><th>until</th><th>what warden sees</th></tr>
+{{range .GitHub}}<tr><td class="err">{{.Kind}}</td><td>{{if eq .Installation 0}}the App (JWT){{else}}{{.Installation}}{{end}}{{if .Repos}} <span class="title">{{.Repos}}</span>{{end}}</td><td>{{utc .Since}}</td><td>{{utc .Until}}</td><td>{{.Detail}}</td></tr>
+{{end}}</table><p>Deliveries stay stored and wait; nothing is dead-lettered for a rate limit.</p>{{else}}<p class="none">All well: no failing, rate-limited or slow requests.</p>{{end}}
 <h2 id="passes">Shared passes</h2>
 <p>This replica: <code>{{.Replica}}</code>. Replicas on one PostgreSQL database take turns; a pass whose holder died shows no finish and is taken over.</p>
 {{if .Runs}}<table><tr><th>pass</th><th>last run by</th><th>started</th><th>finished</th><th>error</th></tr>
@@ -112,8 +116,9 @@ a{color:#0550ae}
 type statusData struct {
 	Pending, Dead int
 	Bot           string
-	Replica       string      // this process, as the shared passes name it
-	Runs          []RunRecord // the shared passes' last runs
+	GitHub        []githubTrouble // what is wrong with GitHub now
+	Replica       string          // this process, as the shared passes name it
+	Runs          []RunRecord     // the shared passes' last runs
 	DeadLetters   []webhooks.Record
 	Repos         []repoStatus
 }
@@ -181,7 +186,8 @@ func (svc *Service) statusData(ctx context.Context) (statusData, error) {
 	if err != nil {
 		return statusData{}, err
 	}
-	d := statusData{Pending: pending, Dead: dead, Bot: svc.Dispatcher.Bot(), DeadLetters: letters, Replica: svc.replica, Runs: runs}
+	d := statusData{Pending: pending, Dead: dead, Bot: svc.Dispatcher.Bot(), DeadLetters: letters, Replica: svc.replica, Runs: runs,
+		GitHub: svc.troubles(ctx)}
 	for _, repo := range served {
 		st := repoStatus{Name: repo.FullName, HTMLBase: svc.Mirror.HTMLBase, DeadLetters: repoDeadLetters(letters, repo.FullName)}
 		rs, err := svc.Ledger.Snapshot(ctx, repo.ID)

@@ -2,6 +2,7 @@ package service
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/wardenhq/warden/app"
 
@@ -25,13 +26,46 @@ func mirrorHandler(f func(context.Context, mirror.Event) (string, error), calls 
 			ctx = app.WithCallCounter(ctx, &counter)
 			defer func() { calls(d, counter.Counts()) }()
 		}
+		if d.Meta.Installation <= 0 {
+			// GitHub sends an App's deliveries with the installation they
+			// concern; without one there is no one to act as, ever.
+			return webhooks.Result{}, webhooks.Permanent(fmt.Errorf("%s delivery names no installation (installation.id %d): warden acts only as an installation",
+				d.Event, d.Meta.Installation))
+		}
 		outcome, err := f(ctx, mirror.Event{Name: d.Event, Action: d.Meta.Action, DeliveryID: d.ID,
 			Installation: d.Meta.Installation, Payload: d.Payload, FromSelf: d.FromSelf})
 		if err != nil {
-			return webhooks.Result{}, err
+			return webhooks.Result{}, classify(err, d.Meta.Installation)
 		}
 		return webhooks.Result{Outcome: outcome}, nil
 	})
+}
+
+// classify tells the dispatcher what a handler's failure means: a GitHub
+// rate limit waits for its reset without spending a try (the App's own
+// budget holds every installation), as does a request the access layer did
+// not send because the installation's requests are failing (its probe
+// spends the tries); a payload no retry can cure is a dead letter at once;
+// anything else is retried.
+func classify(err error, installation int64) error {
+	if rl, ok := app.IsRateLimited(err); ok {
+		if rl.Installation == app.AppInstallation {
+			installation = 0
+		}
+		return webhooks.Throttled(err, installation, rl.Reset)
+	}
+	if u, ok := app.IsUnavailable(err); ok {
+		// Not sent: the installation's requests are failing and the
+		// access layer probes one at a time. Waiting spends no try.
+		if u.Installation == app.AppInstallation {
+			installation = 0
+		}
+		return webhooks.Throttled(err, installation, u.Until)
+	}
+	if mirror.IsPayloadError(err) {
+		return webhooks.Permanent(err)
+	}
+	return err
 }
 
 // NewRouter wires an event handler for each subscribed event. Events whose
