@@ -20,10 +20,10 @@ import (
 // re-claim of its own lapsed claim (no attempt, no new marker).
 func (m *Mirror) AfterClaim(ctx context.Context, repo store.Repo, id gating.ItemID, res store.ClaimResult, purpose string) {
 	set := m.settings(ctx, repo)
-	if !set.PostMarkers || set.DryRun || purpose == "maintenance" || res.FencingToken == nil {
+	if !set.PostMarkers || purpose == "maintenance" || res.FencingToken == nil {
 		return
 	}
-	if out, err := m.postClaimMarker(ctx, repo, id, *res.FencingToken); err != nil {
+	if out, err := m.postClaimMarker(ctx, repo, id, *res.FencingToken, set.DryRun); err != nil {
 		m.Log.Warn("post_markers: the claim marker was not posted", "repo", repo.FullName, "item", id, "err", err)
 	} else if out != "" {
 		m.Log.Info("post_markers", "repo", repo.FullName, "item", id, "outcome", out)
@@ -38,7 +38,9 @@ type claimMarkerCalls interface {
 	createComment(ctx context.Context, n int, body string) (int64, error)
 }
 
-func (m *Mirror) postClaimMarker(ctx context.Context, repo store.Repo, id gating.ItemID, fence int64) (string, error) {
+// postClaimMarker posts the claim marker for the grant with fence (none
+// for a same-owner re-claim); dry (dry_run) logs it and posts nothing.
+func (m *Mirror) postClaimMarker(ctx context.Context, repo store.Repo, id gating.ItemID, fence int64, dry bool) (string, error) {
 	grants, err := m.Ledger.Grants(ctx, repo.ID, id)
 	if err != nil {
 		return "", err
@@ -68,6 +70,10 @@ func (m *Mirror) postClaimMarker(ctx context.Context, repo store.Repo, id gating
 		break
 	}
 	body := gating.ClaimMarker(string(id), g.Owner, g.Region, g.Fence, g.GrantedAt, prior)
+	if dry {
+		m.heldWrite(repo, "claim marker", "item", id, "body", body)
+		return fmt.Sprintf("claim marker for fence %d (%s) not posted (dry run)", g.Fence, g.Owner), nil
+	}
 	c, err := m.callsFor(repo)
 	if err != nil {
 		return "", err

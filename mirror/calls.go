@@ -61,12 +61,14 @@ func marked(resp *github.Response, err error) error {
 }
 
 // callsFor gives the GitHub calls on repo: the test hook's when it is set,
-// else go-github's over the repository's installation client.
+// else go-github's over the repository's installation client behind the
+// dry-run guard (dryrun.go): while the repository is in dry run, every
+// write they make is refused unsent (errDryRun).
 func (m *Mirror) callsFor(repo store.Repo) (repoCalls, error) {
 	if m.calls != nil {
 		return m.calls(repo)
 	}
-	gh, err := m.GitHub.Installation(repo.Installation)
+	gh, err := m.repoClient(repo)
 	if err != nil {
 		return nil, err
 	}

@@ -192,6 +192,8 @@ func (m *Mirror) writeCheckRun(ctx context.Context, repo store.Repo, set gating.
 		return "", nil
 	}
 	if set.DryRun {
+		// No record either: the run is not on GitHub.
+		m.heldWrite(repo, "check run", "sha", sha, "conclusion", v.Conclusion, "title", v.Title)
 		return fmt.Sprintf("check run on %s would be %s (dry run)", shortSHA(sha), v.Conclusion), nil
 	}
 	c, err := m.callsFor(repo)

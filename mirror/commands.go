@@ -247,6 +247,7 @@ func (m *Mirror) undelivered(ctx context.Context, repo store.Repo, n, pr int, lo
 // there). dry_run writes nothing to GitHub, reactions included.
 func (m *Mirror) react(ctx context.Context, repo store.Repo, commentID int64, content string) error {
 	if m.settings(ctx, repo).DryRun {
+		m.heldWrite(repo, "reaction", "comment", commentID, "content", content)
 		return nil
 	}
 	c, err := m.callsFor(repo)

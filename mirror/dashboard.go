@@ -170,6 +170,11 @@ func (d *Dashboards) Sync(ctx context.Context, repo store.Repo, body string, dry
 		return DashboardUnchanged, nil
 	}
 	if dryRun || settings.DryRun {
+		number := 0
+		if found && w != nil {
+			number = w.Number
+		}
+		d.log.Info("dry run: dashboard issue (not written)", "repo", repo.FullName, "issue", number, "body", cut(body, 300))
 		return DashboardDryRun, nil
 	}
 

@@ -14,6 +14,17 @@ import (
 	"github.com/wardenhq/warden/mirror/store"
 )
 
+// client is the installation's client for repo behind the dry-run guard
+// (dryrun.go): no write reaches a repository whose settings say dry_run,
+// whatever decided it.
+func (d *Dashboards) client(repo store.Repo) (*github.Client, error) {
+	gh, err := d.gh.Installation(repo.Installation)
+	if err != nil {
+		return nil, fmt.Errorf("installation %d client: %w", repo.Installation, err)
+	}
+	return guardedClient(gh, repo, func(ctx context.Context) (bool, error) { return d.settings(ctx, repo).DryRun, nil }, d.log), nil
+}
+
 // write makes the decided write on GitHub and records it; on failure the
 // lease is released and the error returned (the next Sync tries again).
 func (d *Dashboards) write(ctx context.Context, p *dashPlan) (string, error) {
@@ -41,9 +52,9 @@ func (d *Dashboards) write(ctx context.Context, p *dashPlan) (string, error) {
 // post edits, finds or creates the dashboard issue; created reports
 // whether a new issue was opened.
 func (d *Dashboards) post(ctx context.Context, p *dashPlan) (number int, created bool, out string, err error) {
-	client, err := d.gh.Installation(p.repo.Installation)
+	client, err := d.client(p.repo)
 	if err != nil {
-		return 0, false, "", fmt.Errorf("installation %d client: %w", p.repo.Installation, err)
+		return 0, false, "", err
 	}
 	owner, name, _ := strings.Cut(p.repo.FullName, "/")
 	if p.number != 0 {
@@ -149,7 +160,7 @@ func (d *Dashboards) find(ctx context.Context, client *github.Client, repo store
 
 // closeDuplicate closes a second dashboard issue (best effort: logged).
 func (d *Dashboards) closeDuplicate(ctx context.Context, repo store.Repo, number int) {
-	client, err := d.gh.Installation(repo.Installation)
+	client, err := d.client(repo)
 	if err == nil {
 		owner, name, _ := strings.Cut(repo.FullName, "/")
 		_, _, err = client.Issues.Edit(ctx, owner, name, number, &github.IssueRequest{

@@ -109,6 +109,9 @@ func (m *Mirror) revert(ctx context.Context, c confirmed, repo store.Repo, set g
 	if _, err := m.Acts.NoteLabelFinding(ctx, repo.ID, n, code, c.act.Actor, detail, c.act.eventKey(), c.act.At); err != nil {
 		return "", err
 	}
+	if set.DryRun {
+		return fmt.Sprintf("%s: %s removed by %s (%s): would be re-added (dry run)", gating.IDFor(n), label, c.act.Actor, c.who.Why), nil
+	}
 	return fmt.Sprintf("%s: %s removed by %s (%s): re-added", gating.IDFor(n), label, c.act.Actor, c.who.Why), nil
 }
 
@@ -213,6 +216,9 @@ func (m *Mirror) itemLabelRemoved(ctx context.Context, repo store.Repo, set gati
 		if _, err := m.Acts.NoteLabelFinding(ctx, repo.ID, n, CodeItemLabelRemoved, login, detail, key, m.now()); err != nil {
 			return "", err
 		}
+		if set.DryRun {
+			return fmt.Sprintf("%s: item label removed by agent %s: would be re-added (dry run)", it.ID, login), nil
+		}
 		return fmt.Sprintf("%s: item label removed by agent %s: re-added", it.ID, login), nil
 	}
 	detail := fmt.Sprintf("%s removed the item label %s; the item stays in the ledger (forgetting an item is explicit: DELETE /items/%s, or add the label back)", login, set.ItemLabel, it.ID)
@@ -226,6 +232,8 @@ func (m *Mirror) itemLabelRemoved(ctx context.Context, repo store.Repo, set gati
 // the repository lacks it). Nothing is written in dry_run.
 func (m *Mirror) addLabel(ctx context.Context, c labelCalls, repo store.Repo, set gating.Settings, n int, label string) error {
 	if set.DryRun {
+		// Not noted as on the issue: it is not.
+		m.heldWrite(repo, "add label", "issue", n, "label", label)
 		return nil
 	}
 	if err := c.addLabels(ctx, n, []string{label}); err != nil {
@@ -238,6 +246,7 @@ func (m *Mirror) addLabel(ctx context.Context, c labelCalls, repo store.Repo, se
 // Nothing is written in dry_run.
 func (m *Mirror) removeLabel(ctx context.Context, c labelCalls, repo store.Repo, set gating.Settings, n int, label string) error {
 	if set.DryRun {
+		m.heldWrite(repo, "remove label", "issue", n, "label", label)
 		return nil
 	}
 	if err := c.removeLabel(ctx, n, label); err != nil {

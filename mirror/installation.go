@@ -76,31 +76,34 @@ func repositories(n int) string {
 }
 
 func (m *Mirror) serve(ctx context.Context, inst int64, repos []repoRef) (string, error) {
-	gh, err := m.GitHub.Installation(inst)
-	if err != nil {
-		return "", err
-	}
 	for _, rr := range repos {
 		owner, name, ok := strings.Cut(rr.FullName, "/")
 		if !ok || rr.ID == 0 {
 			return "", fmt.Errorf("installation names a repository without an id or owner: %q", rr.FullName)
+		}
+		gh, err := m.repoClient(store.Repo{ID: rr.ID, FullName: rr.FullName, Installation: inst})
+		if err != nil {
+			return "", err
 		}
 		repo, _, err := gh.Repositories.Get(ctx, owner, name)
 		if err != nil {
 			return "", fmt.Errorf("read %s: %w", rr.FullName, err)
 		}
 		r := store.Repo{ID: rr.ID, FullName: repo.GetFullName(), Installation: inst, DefaultBranch: repo.GetDefaultBranch()}
-		if err := m.Ledger.PutRepo(ctx, r); err != nil {
-			return "", err
-		}
 		if m.SettingsStore != nil {
 			// The file on the default branch takes effect as it is: there is
-			// no push to judge. Its labels are the ones created below.
+			// no push to judge. Its labels are the ones created below. It is
+			// read before the repository is served, so no delivery about the
+			// repository is handled (and no write made) before warden knows
+			// whether the file says dry_run.
 			if _, err := m.SettingsStore.Load(ctx, r); err != nil {
 				return "", err
 			}
 		}
-		if err := m.ensureLabels(ctx, gh, r); err != nil {
+		if err := m.Ledger.PutRepo(ctx, r); err != nil {
+			return "", err
+		}
+		if err := m.ensureLabels(ctx, r); err != nil {
 			return "", err
 		}
 		m.Log.Info("serving repository", "repo", r.FullName, "installation", inst, "default_branch", r.DefaultBranch)
@@ -143,7 +146,14 @@ func (m *Mirror) unserve(ctx context.Context, inst int64, repos []repoRef) (stri
 
 // ensureLabels creates the labels warden needs that the repository lacks
 // (one read; one write per missing label; 422 "already exists" is success).
-func (m *Mirror) ensureLabels(ctx context.Context, gh *github.Client, r store.Repo) error {
+// In dry_run it lists the labels and creates none: it logs each one it
+// would create.
+func (m *Mirror) ensureLabels(ctx context.Context, r store.Repo) error {
+	gh, err := m.repoClient(r)
+	if err != nil {
+		return err
+	}
+	set := m.settings(ctx, r)
 	owner, name, _ := strings.Cut(r.FullName, "/")
 	have := map[string]bool{}
 	opt := &github.ListOptions{PerPage: 100}
@@ -160,8 +170,12 @@ func (m *Mirror) ensureLabels(ctx context.Context, gh *github.Client, r store.Re
 		}
 		opt.Page = resp.NextPage
 	}
-	for _, l := range labelSpecs(m.settings(ctx, r)) {
+	for _, l := range labelSpecs(set) {
 		if have[strings.ToLower(l.name)] {
+			continue
+		}
+		if set.DryRun {
+			m.heldWrite(r, "create label", "label", l.name)
 			continue
 		}
 		_, resp, err := gh.Issues.CreateLabel(ctx, owner, name, &github.Label{Name: &l.name, Color: &l.color, Description: &l.description})

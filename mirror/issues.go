@@ -81,7 +81,7 @@ func (p *issuesPayload) issueState(action string) store.IssueState {
 func (m *Mirror) HandleIssues(ctx context.Context, ev Event) (string, error) {
 	var p issuesPayload
 	if err := json.Unmarshal(ev.Payload, &p); err != nil {
-		return "", fmt.Errorf("issues payload: %w", err)
+		return "", payloadErr("issues payload: %w", err)
 	}
 	if p.Issue.PullRequest != nil || p.Issue.Number <= 0 {
 		return OutcomeIgnored, nil // pull requests are never items
@@ -178,6 +178,9 @@ func (m *Mirror) makeItem(ctx context.Context, ev Event, repo store.Repo, set ga
 	}
 	if err := m.addLabel(ctx, c, repo, set, p.Issue.Number, set.AdmissionLabel); err != nil {
 		return "", fmt.Errorf("gate %s: %w", id, err)
+	}
+	if set.DryRun {
+		return fmt.Sprintf("item %s made by %s (%s), not admitted: %s would be added (dry run)", id, p.Sender.Login, who.Why, set.AdmissionLabel), nil
 	}
 	return fmt.Sprintf("item %s made by %s (%s), gated: added %s", id, p.Sender.Login, who.Why, set.AdmissionLabel), nil
 }

@@ -8,9 +8,10 @@
 // (settle.go), the reconcile (reconcile*.go, divergences.go, backfill.go,
 // and adopt.go for what the census finds warden never saw), the discovery
 // of installations (discover.go), the report comment (reports*.go), the
-// dashboard (dashboard*.go) and the settings loader (settings*.go). Every
-// rule it applies is gating's and every table is the store's
-// (mirror/store); this package reads GitHub, writes to it and sequences.
+// dashboard (dashboard*.go), the settings loader (settings*.go) and the
+// dry-run guard every GitHub write passes (dryrun.go). Every rule it
+// applies is gating's and every table is the store's (mirror/store); this
+// package reads GitHub, writes to it and sequences.
 package mirror
 
 import (
@@ -80,11 +81,25 @@ func (m *Mirror) now() time.Time {
 	return time.Now()
 }
 
+// settings are r's settings in effect. With a settings store, a
+// repository whose settings file was never read has it read first
+// (ensureLoaded), so no write goes out before warden knows whether the
+// file says dry_run; if it cannot be read, the settings hold every write
+// (dry_run, fail closed) and the read is tried again on the next call.
 func (m *Mirror) settings(ctx context.Context, r store.Repo) gating.Settings {
-	if m.Settings != nil {
-		return m.Settings(ctx, r)
+	var unknown error
+	if m.SettingsStore != nil {
+		unknown = m.SettingsStore.ensureLoaded(ctx, r)
 	}
-	return gating.DefaultSettings()
+	set := gating.DefaultSettings()
+	if m.Settings != nil {
+		set = m.Settings(ctx, r)
+	}
+	if unknown != nil {
+		m.logger().Warn("settings unknown: writing nothing to GitHub until they are read", "repo", r.FullName, "err", unknown)
+		set.DryRun = true
+	}
+	return set
 }
 
 // Outcomes recorded for deliveries.

@@ -199,6 +199,9 @@ func (m *Mirror) poisonPark(ctx context.Context, repo store.Repo, set gating.Set
 	rec := store.ParkRecord{Attempts: attempts, RulingOwner: set.RulingOwner, RulingTopic: "poison-threshold", Question: PoisonQuestion, Stage: store.ParkTagged, At: m.now()}
 	if !it.HasTag("state:parked") {
 		if set.DryRun {
+			// No tag either: the park is warden's write, and a tag with no
+			// label and no comment would read as a park half made.
+			m.heldWrite(repo, "park", "item", id, "attempts", attempts, "label", set.ParkedLabel)
 			return fmt.Sprintf("%s would be parked at %d attempts (dry run)", id, attempts), nil
 		}
 		tags := []string{"state:parked", "ruling-owner:" + set.RulingOwner, "ruling-topic:poison-threshold"}
@@ -236,6 +239,9 @@ func (m *Mirror) poisonPark(ctx context.Context, repo store.Repo, set gating.Set
 // or reconcile pass finishing the same park never both post the comment.
 func (m *Mirror) finishPark(ctx context.Context, repo store.Repo, set gating.Settings, n int, rec *store.ParkRecord) error {
 	if set.DryRun {
+		// The record stays at its stage: the label and the comment are
+		// written when dry run ends.
+		m.heldWrite(repo, "finish the park (label, park comment)", "item", gating.IDFor(n), "stage", rec.Stage, "label", set.ParkedLabel)
 		return nil
 	}
 	unlock, err := m.Ledger.Lock(ctx, fmt.Sprintf("park/%d/%d", repo.ID, n))
@@ -349,6 +355,7 @@ func (m *Mirror) findParkComment(ctx context.Context, c ownCommentCalls, n int, 
 func (m *Mirror) repairParkLabel(ctx context.Context, repo store.Repo, set gating.Settings, n int) (string, error) {
 	id := gating.IDFor(n)
 	if set.DryRun {
+		m.heldWrite(repo, "add label", "issue", n, "label", set.ParkedLabel, "why", "state:parked without its label")
 		return fmt.Sprintf("%s: state:parked without %s (dry run)", id, set.ParkedLabel), nil
 	}
 	c, removed, err := m.confirm(ctx, repo, n, set.ParkedLabel, false)

@@ -125,7 +125,7 @@ func (m *Mirror) Reconcile(ctx context.Context, repo store.Repo, o ReconcileOpti
 	defer unlock()
 	counter := &app.CallCounter{}
 	ctx = app.WithCallCounter(ctx, counter)
-	gh, err := m.GitHub.Installation(repo.Installation)
+	gh, err := m.repoClient(repo)
 	if err != nil {
 		return res, err
 	}

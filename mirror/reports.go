@@ -310,10 +310,15 @@ func (r *Reports) decide(w *store.ReportRow, now int64, dryRun bool) (string, *r
 		w.Pending, w.Body = false, ""
 		return ReportNotNeeded, nil
 	}
+	prev := w.Body
 	w.Body = r.render(w)
 	switch {
 	case dryRun:
 		w.Pending = false
+		if w.Body != prev {
+			r.log.Info("dry run: report comment (not written)", "repo", w.Repo.FullName, "item", gating.IDFor(w.Number),
+				"comment", w.CommentID, "body", cut(w.Body, 300))
+		}
 		return ReportDryRun, nil
 	case w.CommentID != 0 && hashBody(w.Body) == w.WrittenHash:
 		w.Pending = false

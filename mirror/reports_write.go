@@ -13,6 +13,17 @@ import (
 	"github.com/wardenhq/warden/mirror/store"
 )
 
+// client is the installation's client for repo behind the dry-run guard
+// (dryrun.go): no write reaches a repository whose settings say dry_run,
+// whatever decided it.
+func (r *Reports) client(repo store.Repo) (*github.Client, error) {
+	gh, err := r.gh.Installation(repo.Installation)
+	if err != nil {
+		return nil, fmt.Errorf("installation %d client: %w", repo.Installation, err)
+	}
+	return guardedClient(gh, repo, func(ctx context.Context) (bool, error) { return r.settings(ctx, repo).DryRun, nil }, r.log), nil
+}
+
 // write makes the decided write on GitHub and records it.
 func (r *Reports) write(ctx context.Context, p *reportWrite) (string, error) {
 	id, out, err := r.post(ctx, p)
@@ -48,9 +59,9 @@ func (r *Reports) write(ctx context.Context, p *reportWrite) (string, error) {
 // post creates or edits the comment; an edit of a comment that is gone
 // (404) creates a new one.
 func (r *Reports) post(ctx context.Context, p *reportWrite) (int64, string, error) {
-	client, err := r.gh.Installation(p.repo.Installation)
+	client, err := r.client(p.repo)
 	if err != nil {
-		return 0, "", fmt.Errorf("installation %d client: %w", p.repo.Installation, err)
+		return 0, "", err
 	}
 	owner, name, _ := strings.Cut(p.repo.FullName, "/")
 	body := p.body
@@ -123,9 +134,9 @@ func (r *Reports) findReport(ctx context.Context, client *github.Client, owner, 
 }
 
 func (r *Reports) deleteComment(ctx context.Context, repo store.Repo, id int64) error {
-	client, err := r.gh.Installation(repo.Installation)
+	client, err := r.client(repo)
 	if err != nil {
-		return fmt.Errorf("installation %d client: %w", repo.Installation, err)
+		return err
 	}
 	owner, name, _ := strings.Cut(repo.FullName, "/")
 	if _, err := client.Issues.DeleteComment(ctx, owner, name, id); err != nil && !isStatus(err, http.StatusNotFound) {

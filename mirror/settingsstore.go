@@ -3,6 +3,7 @@ package mirror
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -107,4 +108,50 @@ func (s *SettingsStore) remember(repoID int64, rec settingsRecord, found bool) {
 func cloneSettings(s gating.Settings) gating.Settings {
 	s.Agents = slices.Clone(s.Agents)
 	return s
+}
+
+// errSettingsUnknown: nothing is stored for the repository (its settings
+// file was never read).
+var errSettingsUnknown = errors.New("no settings stored for the repository yet (its settings file was not read)")
+
+// DryRun reports whether warden must write nothing to GitHub on r (its
+// dry_run setting): the dry-run guard's question before each write. It
+// reads the table, not the cache, so a push of dry_run that another
+// replica applied a moment ago holds this replica's next write, and
+// refreshes the cache with what it read. With nothing stored for r the
+// settings are unknown: an error (errSettingsUnknown), on which the guard
+// writes nothing.
+func (s *SettingsStore) DryRun(ctx context.Context, r store.Repo) (bool, error) {
+	rec, found, err := s.read(ctx, r.ID)
+	if err != nil {
+		return false, fmt.Errorf("read the settings of %s: %w", r.FullName, err)
+	}
+	s.remember(r.ID, rec, found)
+	if !found {
+		return false, fmt.Errorf("settings of %s: %w", r.FullName, errSettingsUnknown)
+	}
+	return rec.settings.DryRun, nil
+}
+
+// ensureLoaded makes sure r's settings are stored before warden acts on r:
+// with nothing stored (a repository served before its file was read, or
+// whose read failed), its settings file is read now (Load). A repository
+// whose file says dry_run then gets no write caused by a delivery handled
+// before the file was read.
+func (s *SettingsStore) ensureLoaded(ctx context.Context, r store.Repo) error {
+	if c, ok := s.cached(r.ID); ok && c.found {
+		return nil
+	}
+	rec, found, err := s.read(ctx, r.ID)
+	if err != nil {
+		return fmt.Errorf("read the settings of %s: %w", r.FullName, err)
+	}
+	if found {
+		s.remember(r.ID, rec, found)
+		return nil
+	}
+	if _, err := s.Load(ctx, r); err != nil {
+		return fmt.Errorf("read the settings file of %s before acting on it: %w", r.FullName, err)
+	}
+	return nil
 }
