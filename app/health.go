@@ -290,7 +290,7 @@ func circuitWait(n int) time.Duration {
 
 // circuitMax bounds the wait between probes of a failing installation, so
 // that work resumes within it once GitHub answers again.
-const circuitMax = 30 * time.Second
+const circuitMax = 15 * time.Second
 
 // UnavailableError reports that a request was not sent because the
 // installation's recent requests all failed (5xx, timeouts, network): the

@@ -63,15 +63,19 @@ type faultRow struct {
 }
 
 func benchFaults(ctx context.Context, quick bool) ([]Figure, error) {
-	n, outage, hang := 10, 40*time.Second, 70*time.Second
+	n, blip, outage, hang := 10, 5*time.Second, 40*time.Second, 70*time.Second
 	if quick {
-		n, outage, hang = 4, 2*time.Second, 2*time.Second
+		n, blip, outage, hang = 4, time.Second, 2*time.Second, 2*time.Second
 	}
 	cases := []faultCase{
 		{name: "none (floor)", n: n, end: func(r *faultRun) (time.Time, error) { return time.Now(), nil }},
-		{name: "30 answers of 500", n: n,
-			inject: func(r *faultRun) { r.e.Sim.FailNext(30, http.StatusInternalServerError, "", "/repos/") },
-			end:    waitFaultsSpent},
+		{name: fmt.Sprintf("%s of 500s", blip), n: n,
+			inject: func(r *faultRun) { r.e.Sim.FailNext(1<<30, http.StatusInternalServerError, "", "/repos/") },
+			end: func(r *faultRun) (time.Time, error) {
+				time.Sleep(blip)
+				r.e.Sim.ClearFaults()
+				return time.Now(), nil
+			}},
 		{name: fmt.Sprintf("%s outage (every answer 500)", outage), n: n,
 			inject: func(r *faultRun) { r.e.Sim.FailNext(1<<30, http.StatusInternalServerError, "", "/repos/") },
 			end: func(r *faultRun) (time.Time, error) {
@@ -97,10 +101,13 @@ func benchFaults(ctx context.Context, quick bool) ([]Figure, error) {
 	}
 	var rows []faultRow
 	for _, c := range cases {
+		start := time.Now()
 		row, err := runFault(ctx, c, quick)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", c.name, err)
 		}
+		fmt.Fprintf(os.Stderr, "bench: faults: %s: %d requests, drained %s after the fault (%s in all)\n",
+			c.name, row.requests, row.drain.Round(100*time.Millisecond), time.Since(start).Round(time.Second))
 		rows = append(rows, row)
 	}
 	floorReq, floorDrain := 0.0, []time.Duration{}

@@ -28,7 +28,7 @@ type DispatchOptions struct {
 	// SlowAfter is how long a handler runs before it stops counting
 	// against Workers: the loop starts other deliveries beside it, up to
 	// 4×Workers in flight, so hung GitHub calls never take every worker.
-	// Default 10s.
+	// Default 5s (GitHub answers in a second or two).
 	SlowAfter time.Duration
 	// Now is warden's clock, which GitHub's rate-limit resets are judged
 	// by (holds); nil: time.Now. Due times and backoff run on real time.
@@ -136,7 +136,7 @@ func NewDispatcher(ib *Inbox, h Handler, m *Metrics, log *slog.Logger, opt Dispa
 		opt.HandlerTimeout = 5 * time.Minute
 	}
 	if opt.SlowAfter <= 0 {
-		opt.SlowAfter = 10 * time.Second
+		opt.SlowAfter = 5 * time.Second
 	}
 	if opt.Now == nil {
 		opt.Now = time.Now

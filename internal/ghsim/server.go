@@ -197,6 +197,13 @@ func (s *Sim) observe(next http.Handler) http.Handler {
 		}
 		c := s.identify(r)
 		if f, ok := s.takeFault(r); ok && f.hang > 0 {
+			// The body is read first, so that the server notices a client
+			// that gives up (it watches the connection once the body is
+			// consumed) and the held request is then dropped.
+			if r.Body != nil {
+				b, _ := io.ReadAll(io.LimitReader(r.Body, 2<<20))
+				r.Body = io.NopCloser(bytes.NewReader(b))
+			}
 			t := time.NewTimer(f.hang)
 			select {
 			case <-t.C:
