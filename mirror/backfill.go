@@ -74,50 +74,57 @@ func (m *Mirror) readComments(ctx context.Context, repo store.Repo, n int, since
 }
 
 // repairAdmission settles admission-unrecorded (the admission label is off
-// the issue and no admission act is on record) by reading the issue's label
-// events once: a human with triage+ who removed it admitted the item (the
-// act is recorded); anything else puts the label back (fail closed: it only
-// narrows).
-func (m *Mirror) repairAdmission(ctx context.Context, repo store.Repo, set gating.Settings, n int) (string, error) {
+// the issue and no admission act is on record, as a snapshot showed) by
+// reading the issue's label events once: a human with triage+ who removed
+// it admitted the item (the act is recorded); anything else puts the label
+// back (fail closed: it only narrows); the label on the issue after all (a
+// delivery was behind, or reordered) is noted in the recorded issue state,
+// so the read is not undone by a delivery older than it (see
+// store.Ledger.NoteLabel). reread reports that the ledger may now say
+// otherwise than the snapshot that showed the defect (always, unless
+// nothing was read: dry_run): the caller judges the item again before it
+// publishes anything.
+func (m *Mirror) repairAdmission(ctx context.Context, repo store.Repo, set gating.Settings, n int) (out string, reread bool, err error) {
 	if set.DryRun {
-		return "", nil
+		return "", false, nil
 	}
-	c, err := m.callsFor(repo)
-	if err != nil {
-		return "", err
-	}
-	out := ""
 	adm, err := m.Acts.Admission(ctx, repo.ID, n)
 	if err != nil {
-		return "", err
+		return "", true, err
 	}
 	st, err := m.Ledger.IssueState(ctx, repo.ID, n)
 	if err != nil {
-		return "", err
+		return "", true, err
 	}
-	if adm == nil && st != nil && !st.HasLabel(set.AdmissionLabel) {
-		act, err := m.lastLabelAct(ctx, c, repo, n, set.AdmissionLabel)
-		if err != nil {
-			return "", err
-		}
-		if act.Known && act.Present {
-			return "", nil // on the issue after all (noted); a delivery was behind
-		}
-		who := person{}
-		if act.Known && act.Action == "unlabeled" {
-			who = m.judge(ctx, repo, act.Actor, act.ActorType)
-		}
-		if who.Human {
-			if err := m.admit(ctx, repo, n, who.Login, act.At, "label events: removed "+set.AdmissionLabel); err != nil {
-				return "", err
-			}
-			out += fmt.Sprintf("admission by %s recorded from the label events", who.Login)
-		} else {
-			if err := m.addLabel(ctx, c, repo, set, n, set.AdmissionLabel); err != nil {
-				return "", err
-			}
-			out += fmt.Sprintf("no human admission on record: %s added", set.AdmissionLabel)
-		}
+	if adm != nil || st == nil || st.HasLabel(set.AdmissionLabel) {
+		// Recorded since the snapshot was read: nothing to repair.
+		return "", true, nil
 	}
-	return out, nil
+	c, err := m.callsFor(repo)
+	if err != nil {
+		return "", true, err
+	}
+	act, err := m.lastLabelAct(ctx, c, repo, n, set.AdmissionLabel)
+	if err != nil {
+		return "", true, err
+	}
+	id := gating.IDFor(n)
+	if act.Known && act.Present {
+		// lastLabelAct noted it in the recorded state.
+		return fmt.Sprintf("%s: %s is on the issue after all (label events read; a delivery was behind)", id, set.AdmissionLabel), true, nil
+	}
+	who := person{}
+	if act.Known && act.Action == "unlabeled" {
+		who = m.judge(ctx, repo, act.Actor, act.ActorType)
+	}
+	if who.Human {
+		if err := m.admit(ctx, repo, n, who.Login, act.At, "label events: removed "+set.AdmissionLabel); err != nil {
+			return "", true, err
+		}
+		return fmt.Sprintf("admission by %s recorded from the label events", who.Login), true, nil
+	}
+	if err := m.addLabel(ctx, c, repo, set, n, set.AdmissionLabel); err != nil {
+		return "", true, err
+	}
+	return fmt.Sprintf("no human admission on record: %s added", set.AdmissionLabel), true, nil
 }

@@ -58,6 +58,10 @@ func (m *Mirror) lastLabelAct(ctx context.Context, c labelEventCalls, repo store
 	for walked := 1; ; walked++ {
 		if a, ok := lastActIn(evs, label); ok {
 			// What the read showed is the state as of that event.
+			// The event's time is GitHub's, to the second: a delivery older
+			// than that second cannot undo the note, one of the same
+			// second may (it is not known to be older); settleItem then
+			// reads again before it publishes anything from it.
 			if err := m.Ledger.NoteLabel(ctx, repo.ID, number, label, a.Present, a.At); err != nil {
 				return labelAct{}, err
 			}

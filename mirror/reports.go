@@ -182,6 +182,13 @@ func (r *Reports) CommentID(ctx context.Context, repoID int64, number int) (int6
 	return r.rows.CommentID(ctx, repoID, number)
 }
 
+// Listed returns, by issue number, the codes of the findings each item's
+// report lists (or is about to, once a pending edit is written): the sweep
+// judges again the items whose report lists a finding no longer held.
+func (r *Reports) Listed(ctx context.Context, repo store.Repo) (map[int][]string, error) {
+	return r.rows.Listed(ctx, repo.ID)
+}
+
 // Flush writes every pending edit that is due (a timer calls it every few
 // seconds) and returns how many it wrote to GitHub. An error on one item
 // does not stop the others: it is logged, the edit stays pending (retried

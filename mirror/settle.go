@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/wardenhq/warden/gating"
@@ -42,22 +43,28 @@ func (m *Mirror) settleItem(ctx context.Context, repo store.Repo, n int) (string
 		}
 	}
 	res := gating.ComputeReady(rs.Snapshot)
-	for _, d := range res.Defects {
-		if d.Code == "admission-unrecorded" && d.Item == id {
-			// The admission label is off with no act on record: the label
-			// events decide (one read), then judge again.
-			out, err := m.repairAdmission(ctx, repo, set, n)
-			if err != nil {
+	if hasDefect(res.Defects, id, "admission-unrecorded") {
+		// The admission label is off with no act on record, as this
+		// snapshot has it: the label events decide (one read). Whatever the
+		// repair found or did (the label on the issue after all, the read
+		// noted; an act or the label recorded meanwhile; the admission it
+		// recorded; the label it put back), the snapshot is older than what
+		// warden now knows: the item is judged again before anything is
+		// published from it.
+		out, reread, err := m.repairAdmission(ctx, repo, set, n)
+		if err != nil {
+			return "", err
+		}
+		if out != "" {
+			outs = append(outs, out)
+		}
+		if reread {
+			if rs, err = m.Ledger.ClaimSnapshot(ctx, repo.ID, id); errors.Is(err, store.ErrNotFound) {
+				return strings.Join(outs, "; "), nil // forgotten meanwhile
+			} else if err != nil {
 				return "", err
 			}
-			if out != "" {
-				outs = append(outs, out)
-				if rs, err = m.Ledger.ClaimSnapshot(ctx, repo.ID, id); err != nil {
-					return "", err
-				}
-				it, res = rs.Items[id], gating.ComputeReady(rs.Snapshot)
-			}
-			break
+			it, res = rs.Items[id], gating.ComputeReady(rs.Snapshot)
 		}
 	}
 	park, err := m.parkStep(ctx, repo, set, rs, res, it)
@@ -67,7 +74,9 @@ func (m *Mirror) settleItem(ctx context.Context, repo store.Repo, n int) (string
 	if park != "" {
 		outs = append(outs, park)
 		// The report says what is true after the park, not before it.
-		if rs, err = m.Ledger.ClaimSnapshot(ctx, repo.ID, id); err != nil {
+		if rs, err = m.Ledger.ClaimSnapshot(ctx, repo.ID, id); errors.Is(err, store.ErrNotFound) {
+			return strings.Join(outs, "; "), nil
+		} else if err != nil {
 			return "", err
 		}
 		res = gating.ComputeReady(rs.Snapshot)
@@ -89,6 +98,16 @@ func (m *Mirror) settleItem(ctx context.Context, repo store.Repo, n int) (string
 	}
 	outs = append(outs, checks...)
 	return strings.Join(outs, "; "), nil
+}
+
+// hasDefect reports whether defects hold one with code about item id.
+func hasDefect(defects []gating.Defect, id gating.ItemID, code string) bool {
+	for _, d := range defects {
+		if d.Code == code && d.Item == id {
+			return true
+		}
+	}
+	return false
 }
 
 // parkStep is the parking ladder's step for one item of a computed ready
@@ -136,8 +155,9 @@ func (m *Mirror) parkStep(ctx context.Context, repo store.Repo, set gating.Setti
 // Sweep is warden's timer pass (CONTRACT.md §3: time re-evaluates claim
 // states and the parking of poison items): for every served repository it
 // parks the items poisoned this epoch whose claims ended, finishes parks
-// left half-written and labels parked items, then writes the report edits
-// that came due. It returns how many items it acted on.
+// left half-written and labels parked items, judges again the items whose
+// report lists a finding no longer held, then writes the report edits that
+// came due. It returns how many items it acted on.
 func (m *Mirror) Sweep(ctx context.Context) (int, error) {
 	repos, err := m.Ledger.Repos(ctx)
 	if err != nil {
@@ -161,8 +181,9 @@ func (m *Mirror) Sweep(ctx context.Context) (int, error) {
 }
 
 // sweepRepo is the timer pass over one repository: park the items poisoned
-// this epoch, finish parks left half-written, label parked items. It
-// returns what it did.
+// this epoch, finish parks left half-written, label parked items, and
+// settle again the items whose report lists a finding the repository's
+// ready set no longer holds (rejudgeReports). It returns what it did.
 func (m *Mirror) sweepRepo(ctx context.Context, repo store.Repo) ([]string, error) {
 	rs, err := m.Ledger.Snapshot(ctx, repo.ID)
 	if errors.Is(err, store.ErrNotFound) {
@@ -180,6 +201,7 @@ func (m *Mirror) sweepRepo(ctx context.Context, repo store.Repo) ([]string, erro
 	}
 	var outs []string
 	var errs []error
+	settled := map[gating.ItemID]bool{}
 	for _, c := range rs.Snapshot.Items {
 		it := rs.Items[c.Item.ID]
 		if !poisoned[it.ID] && !it.HasTag("state:parked") {
@@ -195,11 +217,83 @@ func (m *Mirror) sweepRepo(ctx context.Context, repo store.Repo) ([]string, erro
 		}
 		outs = append(outs, out)
 		m.Log.Info("sweep", "repo", repo.FullName, "item", it.ID, "outcome", out)
+		settled[it.ID] = true
 		if _, err := m.settleItem(ctx, repo, it.ID.Number()); err != nil {
 			errs = append(errs, fmt.Errorf("%s %s: %w", repo.FullName, it.ID, err))
 		}
 	}
+	more, err := m.rejudgeReports(ctx, repo, rs, res, settled)
+	outs = append(outs, more...)
+	return outs, errors.Join(append(errs, err)...)
+}
+
+// reportLister is a ReportSink that says what each item's report lists
+// (Reports does).
+type reportLister interface {
+	Listed(ctx context.Context, repo store.Repo) (map[int][]string, error)
+}
+
+// rejudgeReports settles again the items whose report lists a finding the
+// ready set res (of the snapshot rs) no longer holds about them, except
+// those in skip (settled already): a report written from a judgement
+// something has since contradicted (an older warden's, or a writer's that
+// raced a fresher one) is edited back on the next timer pass, not only when
+// the item next changes. It returns what it did.
+func (m *Mirror) rejudgeReports(ctx context.Context, repo store.Repo, rs *store.Snapshot, res gating.Result, skip map[gating.ItemID]bool) ([]string, error) {
+	lister, ok := m.Reports.(reportLister)
+	if !ok {
+		return nil, nil
+	}
+	listed, err := lister.Listed(ctx, repo)
+	if err != nil {
+		return nil, err
+	}
+	var outs []string
+	var errs []error
+	for _, n := range staleReports(listed, res.Defects, rs.Items) {
+		id := gating.IDFor(n)
+		if skip[id] {
+			continue
+		}
+		out, err := m.settleItem(ctx, repo, n)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s %s: %w", repo.FullName, id, err))
+			continue
+		}
+		if out != "" {
+			m.Log.Info("sweep: report judged again", "repo", repo.FullName, "item", id, "outcome", out)
+			outs = append(outs, fmt.Sprintf("%s: report judged again: %s", id, out))
+		}
+	}
 	return outs, errors.Join(errs...)
+}
+
+// staleReports returns, in ascending order, the items of items whose
+// report lists (listed: codes by issue number) a code that defects hold
+// about them no longer. Issues that are no items are left alone.
+func staleReports(listed map[int][]string, defects []gating.Defect, items map[gating.ItemID]*store.Item) []int {
+	held := map[gating.ItemID]map[string]bool{}
+	for _, d := range defects {
+		if held[d.Item] == nil {
+			held[d.Item] = map[string]bool{}
+		}
+		held[d.Item][d.Code] = true
+	}
+	var out []int
+	for n, codes := range listed {
+		id := gating.IDFor(n)
+		if items[id] == nil {
+			continue
+		}
+		for _, c := range codes {
+			if !held[id][c] {
+				out = append(out, n)
+				break
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // ReportSink keeps each item's report comment (Reports).

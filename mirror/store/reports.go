@@ -139,6 +139,38 @@ func (s *ReportRows) Due(ctx context.Context, now int64, limit int) ([]ReportRef
 	return dues, nil
 }
 
+// Listed returns the codes of the findings each item's report row of the
+// repository holds (what its report comment lists, or is about to once a
+// pending edit is written), by issue number; rows listing none are left
+// out.
+func (s *ReportRows) Listed(ctx context.Context, repoID int64) (map[int][]string, error) {
+	rows, err := s.db.Read.QueryContext(ctx, `SELECT number, findings_json FROM report_comments
+		WHERE repo_id = $1 AND findings_json <> '[]'`, repoID)
+	if err != nil {
+		return nil, fmt.Errorf("listed report findings of repository %d: %w", repoID, err)
+	}
+	defer rows.Close()
+	out := map[int][]string{}
+	for rows.Next() {
+		var n int
+		var fj string
+		if err := rows.Scan(&n, &fj); err != nil {
+			return nil, fmt.Errorf("listed report findings of repository %d: %w", repoID, err)
+		}
+		var fs []gating.ReportFinding
+		if err := json.Unmarshal([]byte(fj), &fs); err != nil {
+			return nil, fmt.Errorf("listed report findings of %s: %w", gating.IDFor(n), err)
+		}
+		for _, f := range fs {
+			out[n] = append(out[n], f.Code)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("listed report findings of repository %d: %w", repoID, err)
+	}
+	return out, nil
+}
+
 // CommentID returns the id of the item's report comment (0: none).
 func (s *ReportRows) CommentID(ctx context.Context, repoID int64, number int) (int64, error) {
 	var id int64
