@@ -230,20 +230,21 @@ func (l *layer) roundTrip(inst int64, req *http.Request) (*http.Response, error)
 			}
 			return nil, err
 		}
-		// The circuit gates every attempt: once the installation's
-		// requests fail in a row, a retry is only another probe.
-		if err := l.admit(inst); err != nil {
-			if !sent && hasBody {
-				req.Body.Close()
-			}
-			return nil, err
-		}
 		out := first
 		if sent {
 			var err error
 			if out, err = rewind(first); err != nil {
 				return nil, fmt.Errorf("github %s %s: replay request body: %w", req.Method, req.URL.Path, err)
 			}
+		}
+		// The circuit gates every attempt: once the installation's
+		// requests fail in a row, a retry is only another probe. (Admitted
+		// last: a probe admitted is always sent, and its answer ends it.)
+		if err := l.admit(inst); err != nil {
+			if !sent && hasBody {
+				req.Body.Close()
+			}
+			return nil, err
 		}
 		resp, err := l.attempt(inst, out)
 		sent = true
