@@ -3,10 +3,12 @@ package webhooks_test
 import (
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -37,6 +39,13 @@ type catchUpEnv struct {
 	swallow atomic.Bool
 	// lists counts GET /app/hook/deliveries requests.
 	lists atomic.Int32
+	// dsn names the inbox's database.
+	dsn string
+	// asks counts redelivery requests (POST /app/hook/deliveries/{id}/attempts).
+	asks atomic.Int32
+	// refuseAsk makes GitHub answer 502 to redelivery requests for this
+	// delivery-log row.
+	refuseAsk atomic.Int64
 }
 
 type countingTransport struct {
@@ -48,6 +57,14 @@ func (c countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/app/hook/deliveries") {
 		c.e.lists.Add(1)
 	}
+	if r.Method == http.MethodPost && strings.Contains(r.URL.Path, "/app/hook/deliveries/") && strings.HasSuffix(r.URL.Path, "/attempts") {
+		c.e.asks.Add(1)
+		if id := c.e.refuseAsk.Load(); id != 0 && strings.HasSuffix(r.URL.Path, "/"+strconv.FormatInt(id, 10)+"/attempts") {
+			return &http.Response{StatusCode: http.StatusBadGateway, Status: "502 Bad Gateway", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+				Header: http.Header{"Content-Type": {"application/json"}}, Body: io.NopCloser(strings.NewReader(`{"message":"Bad Gateway"}`)),
+				Request: r}, nil
+		}
+	}
 	return c.base.RoundTrip(r)
 }
 
@@ -55,8 +72,14 @@ func handlesIssues(event string) bool { return event == "issues" }
 
 func newCatchUpEnv(t *testing.T) *catchUpEnv {
 	t.Helper()
+	return newCatchUpEnvOn(t, "sqlite:"+filepath.Join(t.TempDir(), "inbox.db"))
+}
+
+// newCatchUpEnvOn is newCatchUpEnv with the inbox in the database dsn names.
+func newCatchUpEnvOn(t *testing.T, dsn string) *catchUpEnv {
+	t.Helper()
 	ctx := context.Background()
-	e := &catchUpEnv{clk: &clock.Offset{}}
+	e := &catchUpEnv{clk: &clock.Offset{}, dsn: dsn}
 	sim, err := ghsim.New(ghsim.Options{Now: e.clk.Now})
 	if err != nil {
 		t.Fatal(err)
@@ -64,7 +87,7 @@ func newCatchUpEnv(t *testing.T) *catchUpEnv {
 	srv := sim.Start()
 	t.Cleanup(func() { srv.Close(); sim.Close() })
 	e.sim = sim
-	d, err := db.Open(ctx, "sqlite:"+filepath.Join(t.TempDir(), "inbox.db"))
+	d, err := db.Open(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -143,7 +143,7 @@ CREATE INDEX inbox_pending_key ON inbox (order_key, seq) WHERE state = 'pending'
 -- them in memory, read through inbox_queued): the index only cost page
 -- writes at every acceptance and completion.
 DROP INDEX inbox_pending;
-`}}
+`}, redeliveriesMigration}
 
 // Inbox is the durable delivery inbox. One writer goroutine gathers every
 // write that arrived while the previous commit was being synced (deliveries
