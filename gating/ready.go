@@ -64,6 +64,9 @@ func (x *index) poisoned(i int32) (bool, int) {
 // is the admission-unrecorded defect.
 func admission(c *Candidate) (why string, unrecorded bool) {
 	switch {
+	case c.SpecChanged:
+		return "the specification (the issue's title or body) changed after a human admitted it, by an agent or unseen (" + CodeSpecChangedByAgent +
+			"): a human with triage or more admits it again by removing the admission label or running /backlog admit", false
 	case c.AdmissionLabel:
 		return "the issue carries the admission label: a human with triage or more admits it by removing the label or running /backlog admit", false
 	case !c.AdmissionRecorded:

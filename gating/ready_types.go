@@ -38,8 +38,13 @@ type Candidate struct {
 	Claim             ClaimView
 	AdmissionLabel    bool // the mirrored issue carries the admission label
 	AdmissionRecorded bool // warden recorded a human admission act
-	Attempts          int  // attempts in the current epoch
-	CollisionHold     bool // held by a takeover-collision until /backlog resolve
+	// SpecChanged: an agent rewrote the specification (the issue's title
+	// or body) after a human admitted it, or it changed unseen
+	// (spec-changed-by-agent is open): not admitted, whatever the label
+	// says, until a human admits it again.
+	SpecChanged   bool
+	Attempts      int  // attempts in the current epoch
+	CollisionHold bool // held by a takeover-collision until /backlog resolve
 	// ItemLabelRemoved: the mirrored issue no longer carries the item
 	// label (a human took it out of the backlog on GitHub; the item stays
 	// in the ledger, and is not offered).

@@ -301,9 +301,11 @@ var reportHints = map[string]string{
 	"admission-unrecorded":    "nothing by hand: warden reads the issue's label events to find the admission; if none is found, a human with triage or more runs `/backlog admit`.",
 	"agent-removed-admission": "warden re-added the admission label; a human with triage or more admits the item (removes the label or runs `/backlog admit`).",
 	"agent-removed-park":      "warden re-added the parked label; " + UnparkHint + ".",
-	"park-label-without-tag":  "remove the parked label, or a human with triage or more parks the item with `/backlog park ruling-owner=<x> ruling-topic=<y>`.",
-	"item-label-removed":      "re-add the item label, or forget the item through the ledger (forgetting is explicit).",
-	"poisoned":                "the item is parked with a ruling route; once the ruling owner rules, " + UnparkHint + ".",
+	CodeSpecChangedByAgent: "warden put the admission label back. See who changed what in the issue's edit history (the **edited** menu beside its description: GitHub keeps every revision of the title and body there); " +
+		"a human with triage or more who agrees with the text as it is now admits the item again (removes the admission label or runs `/backlog admit`), or restores the admitted text and admits it.",
+	"park-label-without-tag": "remove the parked label, or a human with triage or more parks the item with `/backlog park ruling-owner=<x> ruling-topic=<y>`.",
+	"item-label-removed":     "re-add the item label, or forget the item through the ledger (forgetting is explicit).",
+	"poisoned":               "the item is parked with a ruling route; once the ruling owner rules, " + UnparkHint + ".",
 	// Comment trail.
 	"claimed-unmarked":       "the holder posts its claim marker as the first line of a comment (or warden does, with `post_markers: true`).",
 	"unbacked-marker":        "nothing to undo (the marker does not count); agents post markers only for grants the ledger made.",

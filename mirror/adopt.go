@@ -65,7 +65,8 @@ func (m *Mirror) adopt(ctx context.Context, repo store.Repo, set gating.Settings
 	for _, l := range is.Labels {
 		labels = append(labels, l.GetName())
 	}
-	out, err := m.adoptAdmission(ctx, repo, set, &it, labels, is.GetUser())
+	spec := gating.SpecState{Digest: specDigest(is.GetTitle(), is.GetBody()), At: is.GetUpdatedAt().UTC()}
+	out, err := m.adoptAdmission(ctx, repo, set, &it, labels, is.GetUser(), spec)
 	if err != nil {
 		return "", err
 	}
@@ -85,8 +86,9 @@ func (m *Mirror) adopt(ctx context.Context, repo store.Repo, set gating.Settings
 // label admitted it; anyone else's removal is reverted and reported; a label
 // never on the issue admits it when the issue's author is a human with
 // triage+, and otherwise the item is gated (the label is added). Anything
-// unclear gates: an item awaiting admission costs a glance.
-func (m *Mirror) adoptAdmission(ctx context.Context, repo store.Repo, set gating.Settings, it *store.Item, labels []string, author *github.User) (string, error) {
+// unclear gates: an item awaiting admission costs a glance. spec is the
+// issue's text as the census listed it: what an admission found admits.
+func (m *Mirror) adoptAdmission(ctx context.Context, repo store.Repo, set gating.Settings, it *store.Item, labels []string, author *github.User, spec gating.SpecState) (string, error) {
 	n := it.ID.Number()
 	if adm, err := m.Acts.Admission(ctx, repo.ID, n); err != nil {
 		return "", err
@@ -101,14 +103,14 @@ func (m *Mirror) adoptAdmission(ctx context.Context, repo store.Repo, set gating
 		return "", err
 	}
 	if ok {
-		return m.admissionRemovedBy(ctx, c, repo, set, n, it)
+		return m.admissionRemovedBy(ctx, c, repo, set, n, it, spec)
 	}
 	if !c.act.Known {
 		// Never on the issue: the issue's author decides, as the item
 		// label's adder does live.
 		who := m.judge(ctx, repo, author.GetLogin(), author.GetType())
 		if who.Human {
-			if err := m.admit(ctx, repo, n, who.Login, m.now(), "adopted: opened by a human with triage+, never gated"); err != nil {
+			if err := m.admit(ctx, repo, n, who.Login, m.now(), "adopted: opened by a human with triage+, never gated", spec); err != nil {
 				return "", err
 			}
 			return fmt.Sprintf("admitted: opened by %s, the admission label never on it", who.Login), nil

@@ -118,7 +118,13 @@ func (m *Mirror) repairAdmission(ctx context.Context, repo store.Repo, set gatin
 		who = m.judge(ctx, repo, act.Actor, act.ActorType)
 	}
 	if who.Human {
-		if err := m.admit(ctx, repo, n, who.Login, act.At, "label events: removed "+set.AdmissionLabel); err != nil {
+		// No payload shows the text the human admitted: the recorded text
+		// as of the act, as far as the logged edits tell.
+		spec, err := m.specAsOf(ctx, repo, n, act.At)
+		if err != nil {
+			return "", true, err
+		}
+		if err := m.admit(ctx, repo, n, who.Login, act.At, "label events: removed "+set.AdmissionLabel, spec); err != nil {
 			return "", true, err
 		}
 		return fmt.Sprintf("admission by %s recorded from the label events", who.Login), true, nil

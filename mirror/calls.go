@@ -15,7 +15,7 @@ import (
 // repoCalls are the GitHub calls the handlers make on one repository's
 // behalf: the union of the narrow interfaces each file declares for what
 // it calls (gateCalls, roleCalls, parkCalls, commandCalls, checkCalls,
-// claimMarkerCalls). githubCalls makes them over go-github; the tests give
+// claimMarkerCalls, specCalls). githubCalls makes them over go-github; the tests give
 // a fake (Mirror.calls).
 type repoCalls interface {
 	gateCalls
@@ -24,6 +24,7 @@ type repoCalls interface {
 	commandCalls
 	checkCalls
 	claimMarkerCalls
+	specCalls
 }
 
 // GitHub answers the callers tell apart. A call GitHub answered 404 or 422

@@ -88,7 +88,7 @@ func (m *Mirror) handleCommand(ctx context.Context, ev Event, repo store.Repo, p
 	case cmd.Refused():
 		err = refuseCommand("%s", cmd.Refusal)
 	default:
-		outcome, err = m.runCommand(ctx, repo, n, cmd, login, typ, lookup, at, onPR)
+		outcome, err = m.runCommand(ctx, repo, n, cmd, login, typ, lookup, at, onPR, payloadSpec(p.Issue.Title, p.Issue.Body, p.Issue.UpdatedAt))
 	}
 	var refusal *commandRefusal
 	switch {
@@ -119,9 +119,11 @@ func (m *Mirror) handleCommand(ctx context.Context, ev Event, repo store.Repo, p
 	return outcome, nil
 }
 
-// runCommand checks the permission rule and carries the command out. A
-// *commandRefusal is a refusal; any other error is retried.
-func (m *Mirror) runCommand(ctx context.Context, repo store.Repo, n int, cmd gating.Command, login, typ string, lookup func() (string, error), at time.Time, onPR bool) (string, error) {
+// runCommand checks the permission rule and carries the command out; spec
+// is the issue's text as the command's payload showed it (what /backlog
+// admit admits). A *commandRefusal is a refusal; any other error is
+// retried.
+func (m *Mirror) runCommand(ctx context.Context, repo store.Repo, n int, cmd gating.Command, login, typ string, lookup func() (string, error), at time.Time, onPR bool, spec gating.SpecState) (string, error) {
 	if onPR && cmd.Verb != gating.VerbRecheck {
 		return "", refuseCommand("only /backlog recheck works on a pull request; /backlog %s is for an item's issue", cmd.Verb)
 	}
@@ -158,7 +160,7 @@ func (m *Mirror) runCommand(ctx context.Context, repo store.Repo, n int, cmd gat
 		out, err := m.settleItem(ctx, repo, n)
 		return "rechecked " + string(id) + ": " + out, err
 	case gating.VerbAdmit:
-		if err := m.admit(ctx, repo, n, login, at, "/backlog admit"); err != nil {
+		if err := m.admit(ctx, repo, n, login, at, "/backlog admit", spec); err != nil {
 			return "", err
 		}
 		c, err := m.callsFor(repo)

@@ -43,6 +43,9 @@ type fakeCalls struct {
 	compares map[string]*github.CommitsComparison
 	// roles answer the role lookup; a login missing from it fails it.
 	roles map[string]string
+	// issues answer the read of an issue (its labels are the fake's); one
+	// missing is errNotFound.
+	issues map[int]*github.Issue
 	// fail fails a call (by method name) before it has any effect; lost
 	// makes it take effect, then answer with the error (the answer lost
 	// on the way back).
@@ -56,7 +59,7 @@ var _ repoCalls = (*fakeCalls)(nil)
 func newFakeCalls(now func() time.Time) *fakeCalls {
 	return &fakeCalls{now: now, labels: map[int][]string{}, events: map[int][]*github.IssueEvent{},
 		comments: map[int][]*github.IssueComment{}, reactions: map[int64][]string{}, pulls: map[int]*github.PullRequest{},
-		runs: map[string][]*github.CheckRun{}, compares: map[string]*github.CommitsComparison{}, roles: map[string]string{},
+		runs: map[string][]*github.CheckRun{}, compares: map[string]*github.CommitsComparison{}, roles: map[string]string{}, issues: map[int]*github.Issue{},
 		fail: map[string]error{}, lost: map[string]error{}, nextID: 1000}
 }
 
@@ -252,6 +255,24 @@ func (f *fakeCalls) react(_ context.Context, commentID int64, content string) er
 		f.reactions[commentID] = append(f.reactions[commentID], content)
 	}
 	return lost
+}
+
+func (f *fakeCalls) issue(_ context.Context, n int) (*github.Issue, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err, _ := f.call("issue", n); err != nil {
+		return nil, err
+	}
+	is, ok := f.issues[n]
+	if !ok {
+		return nil, errNotFound
+	}
+	cp := *is
+	cp.Labels = nil
+	for _, l := range f.labels[n] {
+		cp.Labels = append(cp.Labels, &github.Label{Name: github.String(l)})
+	}
+	return &cp, nil
 }
 
 func (f *fakeCalls) pull(_ context.Context, n int) (*github.PullRequest, error) {

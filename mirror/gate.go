@@ -34,7 +34,7 @@ func (m *Mirror) issuesLabelAct(ctx context.Context, ev Event, repo store.Repo, 
 			// Re-adding only narrows: always allowed, nothing to do.
 			return fmt.Sprintf("%s: %s added (not admitted until a human removes it)", it.ID, label), nil
 		}
-		return m.admissionRemoved(ctx, repo, set, n, it)
+		return m.admissionRemoved(ctx, repo, set, n, it, payloadSpec(p.Issue.Title, p.Issue.Body, p.Issue.UpdatedAt))
 	case strings.EqualFold(label, set.ParkedLabel):
 		if ev.Action == "labeled" {
 			return m.parkedLabelAdded(ctx, repo, set, n, it)
@@ -115,22 +115,23 @@ func (m *Mirror) revert(ctx context.Context, c confirmed, repo store.Repo, set g
 	return fmt.Sprintf("%s: %s removed by %s (%s): re-added", gating.IDFor(n), label, c.act.Actor, c.who.Why), nil
 }
 
-// admissionRemoved: a human with triage+ admits; anyone else's removal is
-// reverted and reported (repeats counted, reported once).
-func (m *Mirror) admissionRemoved(ctx context.Context, repo store.Repo, set gating.Settings, n int, it *store.Item) (string, error) {
+// admissionRemoved: a human with triage+ admits (spec: the issue's text
+// as the delivery showed it); anyone else's removal is reverted and
+// reported (repeats counted, reported once).
+func (m *Mirror) admissionRemoved(ctx context.Context, repo store.Repo, set gating.Settings, n int, it *store.Item, spec gating.SpecState) (string, error) {
 	c, ok, err := m.confirm(ctx, repo, n, set.AdmissionLabel, false)
 	if err != nil || !ok {
 		return fmt.Sprintf("%s: %s is on the issue again; nothing to do", it.ID, set.AdmissionLabel), err
 	}
-	return m.admissionRemovedBy(ctx, c, repo, set, n, it)
+	return m.admissionRemovedBy(ctx, c, repo, set, n, it, spec)
 }
 
 // admissionRemovedBy acts on a confirmed removal of the admission label: a
-// human with triage+ admits, anyone else's removal is reverted and
-// reported.
-func (m *Mirror) admissionRemovedBy(ctx context.Context, c confirmed, repo store.Repo, set gating.Settings, n int, it *store.Item) (string, error) {
+// human with triage+ admits the text spec, anyone else's removal is
+// reverted and reported.
+func (m *Mirror) admissionRemovedBy(ctx context.Context, c confirmed, repo store.Repo, set gating.Settings, n int, it *store.Item, spec gating.SpecState) (string, error) {
 	if c.who.Human {
-		if err := m.admit(ctx, repo, n, c.who.Login, c.act.At, "removed "+set.AdmissionLabel); err != nil {
+		if err := m.admit(ctx, repo, n, c.who.Login, c.act.At, "removed "+set.AdmissionLabel, spec); err != nil {
 			return "", err
 		}
 		return fmt.Sprintf("%s admitted by %s (removed %s)", it.ID, c.who.Login, set.AdmissionLabel), nil
@@ -139,13 +140,18 @@ func (m *Mirror) admissionRemovedBy(ctx context.Context, c confirmed, repo store
 		fmt.Sprintf("%s (%s) removed the admission label %s; warden re-added it. Only a human with triage or more admits an item", c.act.Actor, c.who.Why, set.AdmissionLabel))
 }
 
-// admit records an admission act by a human and closes the findings it
-// settles.
-func (m *Mirror) admit(ctx context.Context, repo store.Repo, n int, by string, at time.Time, how string) error {
-	if err := m.Acts.RecordAdmission(ctx, repo.ID, n, store.Admission{By: by, At: at, How: how}); err != nil {
+// admit records an admission act by a human, with spec, the text the
+// human admitted (the issue's title and body as the act showed them), and
+// closes the findings it settles: agent-removed-admission, and
+// spec-changed-by-agent when spec covers the issue's recorded text.
+func (m *Mirror) admit(ctx context.Context, repo store.Repo, n int, by string, at time.Time, how string, spec gating.SpecState) error {
+	if err := m.Acts.RecordAdmission(ctx, repo.ID, n, store.Admission{By: by, At: at, How: how, Spec: spec}); err != nil {
 		return err
 	}
-	return m.Acts.CloseLabelFinding(ctx, repo.ID, n, CodeAgentRemovedAdmission)
+	if err := m.Acts.CloseLabelFinding(ctx, repo.ID, n, CodeAgentRemovedAdmission); err != nil {
+		return err
+	}
+	return m.closeSpecFinding(ctx, repo, n, spec)
 }
 
 // parkedLabelRemoved: a human with triage+ unparks (tags removed, a new

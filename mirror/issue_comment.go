@@ -31,6 +31,8 @@ type issueCommentPayload struct {
 	} `json:"changes"`
 	Issue struct {
 		Number      int    `json:"number"`
+		Title       string `json:"title"`
+		Body        string `json:"body"`
 		State       string `json:"state"`
 		UpdatedAt   string `json:"updated_at"`
 		PullRequest *struct {

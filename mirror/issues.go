@@ -17,6 +17,7 @@ type issuesPayload struct {
 	Issue  struct {
 		Number      int    `json:"number"`
 		Title       string `json:"title"`
+		Body        string `json:"body"` // null reads as ""
 		HTMLURL     string `json:"html_url"`
 		State       string `json:"state"`
 		UpdatedAt   string `json:"updated_at"`
@@ -33,6 +34,15 @@ type issuesPayload struct {
 	Label *struct {
 		Name string `json:"name"`
 	} `json:"label"`
+	// Changes is what an edited delivery changed, with the prior values.
+	Changes *struct {
+		Title *struct {
+			From string `json:"from"`
+		} `json:"title"`
+		Body *struct {
+			From string `json:"from"`
+		} `json:"body"`
+	} `json:"changes"`
 	Repository struct {
 		ID            int64  `json:"id"`
 		FullName      string `json:"full_name"`
@@ -53,9 +63,10 @@ func (p *issuesPayload) hasLabel(name string) bool {
 	return false
 }
 
-// issueState is the issue's state as the payload reports it.
+// issueState is the issue's state as the payload reports it, its text's
+// digest included.
 func (p *issuesPayload) issueState(action string) store.IssueState {
-	st := store.IssueState{State: p.Issue.State, Labels: make([]string, 0, len(p.Issue.Labels))}
+	st := store.IssueState{State: p.Issue.State, Labels: make([]string, 0, len(p.Issue.Labels)), SpecDigest: specDigest(p.Issue.Title, p.Issue.Body)}
 	switch action {
 	case "deleted":
 		st.State = store.IssueDeleted
@@ -77,7 +88,9 @@ func (p *issuesPayload) issueState(action string) store.IssueState {
 // opened with, or gains, the item label. An item made by a human with triage
 // or more is admitted at creation (the act recorded); one made by anyone
 // else carries the admission label (added if missing). Recording the state
-// is bookkeeping, so warden's own deliveries (FromSelf) record it too.
+// is bookkeeping, so warden's own deliveries (FromSelf) record it too, as is
+// logging an edit of the title or body (recordSpecEdit), which settleItem
+// judges for an admitted item (specStep).
 func (m *Mirror) HandleIssues(ctx context.Context, ev Event) (string, error) {
 	var p issuesPayload
 	if err := json.Unmarshal(ev.Payload, &p); err != nil {
@@ -96,6 +109,9 @@ func (m *Mirror) HandleIssues(ctx context.Context, ev Event) (string, error) {
 	}
 	applied, err := m.Ledger.RecordIssueState(ctx, repo.ID, p.Issue.Number, p.issueState(ev.Action))
 	if err != nil {
+		return "", err
+	}
+	if err := m.recordSpecEdit(ctx, ev, repo, &p); err != nil {
 		return "", err
 	}
 	set := m.settings(ctx, repo)
@@ -163,7 +179,8 @@ func (m *Mirror) makeItem(ctx context.Context, ev Event, repo store.Repo, set ga
 	}
 	who := m.judge(ctx, repo, p.Sender.Login, p.Sender.Type)
 	if who.Human {
-		err := m.Acts.RecordAdmission(ctx, repo.ID, p.Issue.Number, store.Admission{By: p.Sender.Login, At: m.now(), How: "made an item by a human with triage+"})
+		err := m.Acts.RecordAdmission(ctx, repo.ID, p.Issue.Number, store.Admission{By: p.Sender.Login, At: m.now(), How: "made an item by a human with triage+",
+			Spec: payloadSpec(p.Issue.Title, p.Issue.Body, p.Issue.UpdatedAt)})
 		if err != nil {
 			return "", err
 		}

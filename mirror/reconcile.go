@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -213,7 +214,9 @@ func (p *pass) phase(ctx context.Context, ph string, page int, since int64) (int
 
 // derive computes the divergences from what the pass recorded and brings
 // GitHub in step: report comments of the items whose findings changed,
-// parks (the sweep's backstop), every open PR's check run, the dashboard.
+// the specification of admitted items whose recorded text is not the
+// admitted one, parks (the sweep's backstop), every open PR's check run,
+// the dashboard.
 // A dry run computes and reports, and writes nothing.
 func (p *pass) derive(ctx context.Context) error {
 	if p.dry {
@@ -235,6 +238,19 @@ func (p *pass) derive(ctx context.Context) error {
 	changed, err := p.m.refreshDivergences(ctx, p.repo)
 	if err != nil {
 		return err
+	}
+	// And the admitted items whose recorded text is not the admitted one
+	// (the census read an edit warden had no delivery of): settling them
+	// judges the text (specStep). Derived from what is recorded, so a pass
+	// cut short, or a dry one, leaves them for the next.
+	respec, err := p.m.Acts.SpecsToJudge(ctx, p.repo.ID, p.set.AdmissionLabel)
+	if err != nil {
+		return err
+	}
+	for _, n := range respec {
+		if !slices.Contains(changed, n) {
+			changed = append(changed, n)
+		}
 	}
 	for _, n := range changed {
 		if err := p.spend(); err != nil {

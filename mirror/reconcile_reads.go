@@ -144,7 +144,10 @@ func (p *pass) readIssues(ctx context.Context, page int, _ int64) (int, error) {
 					}
 				}
 			}
-			st := store.IssueState{State: is.GetState(), UpdatedAt: is.GetUpdatedAt().UTC(), Labels: make([]string, 0, len(is.Labels))}
+			// The text's digest too: an admitted item's text that differs
+			// from what was admitted is judged by derive (specsToJudge).
+			st := store.IssueState{State: is.GetState(), UpdatedAt: is.GetUpdatedAt().UTC(), Labels: make([]string, 0, len(is.Labels)),
+				SpecDigest: specDigest(is.GetTitle(), is.GetBody())}
 			for _, l := range is.Labels {
 				st.Labels = append(st.Labels, l.GetName())
 			}
@@ -251,7 +254,7 @@ func (p *pass) readUnknownIssues(ctx context.Context) error {
 			// GitHub followed a transfer's redirect to the issue's new home.
 			st.State = store.IssueTransferred
 		default:
-			st.State, st.UpdatedAt = is.GetState(), is.GetUpdatedAt().UTC()
+			st.State, st.UpdatedAt, st.SpecDigest = is.GetState(), is.GetUpdatedAt().UTC(), specDigest(is.GetTitle(), is.GetBody())
 			for _, l := range is.Labels {
 				st.Labels = append(st.Labels, l.GetName())
 			}

@@ -14,11 +14,13 @@ import (
 // settleItem brings one item's GitHub side in step with what its ledger
 // record and comment trail establish, after any delivery that may have
 // changed them (CONTRACT.md §5, §6): logins the trail shows acting as
-// agents are recorded; an item poisoned this epoch is parked (or its
+// agents are recorded; an admission the label events hold is recorded; an
+// admitted item whose specification an agent rewrote is gated again
+// (specStep); an item poisoned this epoch is parked (or its
 // interrupted park finished); state:parked without the parked label gets
 // the label (unless a human removed it: then it is unparked); and the
 // report comment is brought up to date. It reads the ledger only; GitHub is
-// called only for a change.
+// called only for a change (or to confirm one).
 func (m *Mirror) settleItem(ctx context.Context, repo store.Repo, n int) (string, error) {
 	id := gating.IDFor(n)
 	rs, err := m.Ledger.ClaimSnapshot(ctx, repo.ID, id)
@@ -66,6 +68,23 @@ func (m *Mirror) settleItem(ctx context.Context, repo store.Repo, n int) (string
 			}
 			it, res = rs.Items[id], gating.ComputeReady(rs.Snapshot)
 		}
+	}
+	// The gate after admission: an admitted item whose specification an
+	// agent rewrote (or that changed unseen) is gated again.
+	spec, reread, err := m.specStep(ctx, repo, set, rs, id)
+	if err != nil {
+		return "", err
+	}
+	if spec != "" {
+		outs = append(outs, spec)
+	}
+	if reread {
+		if rs, err = m.Ledger.ClaimSnapshot(ctx, repo.ID, id); errors.Is(err, store.ErrNotFound) {
+			return strings.Join(outs, "; "), nil
+		} else if err != nil {
+			return "", err
+		}
+		it, res = rs.Items[id], gating.ComputeReady(rs.Snapshot)
 	}
 	park, err := m.parkStep(ctx, repo, set, rs, res, it)
 	if err != nil {

@@ -221,7 +221,11 @@ func (h *handler) ensureLabels(ctx context.Context, repo store.Repo, issue Issue
 	if state == "" {
 		state = store.IssueOpen
 	}
-	_, err := h.ledger.RecordIssueState(ctx, repo.ID, issue.Number, store.IssueState{State: state, Labels: labels, UpdatedAt: issue.UpdatedAt})
+	st := store.IssueState{State: state, Labels: labels, UpdatedAt: issue.UpdatedAt}
+	if issue.Title != "" {
+		st.SpecDigest = gating.SpecDigest(issue.Title, issue.Body)
+	}
+	_, err := h.ledger.RecordIssueState(ctx, repo.ID, issue.Number, st)
 	return err
 }
 
@@ -331,7 +335,7 @@ func (h *handler) createItem(w http.ResponseWriter, r *http.Request) {
 		}
 		it, err := h.ledger.Get(ctx, repo.ID, gating.IDFor(e.number))
 		if err == nil {
-			if err := h.recordAdmission(ctx, repo, e.number, actor); err != nil {
+			if err := h.recordAdmission(ctx, repo, e.number, actor, nil); err != nil {
 				h.failErr(w, r, err)
 				return
 			}
@@ -371,7 +375,7 @@ func (h *handler) createItem(w http.ResponseWriter, r *http.Request) {
 	if issue != nil {
 		it, err := h.ledger.Get(ctx, repo.ID, gating.IDFor(issue.Number))
 		if err == nil {
-			if err := h.recordAdmission(ctx, repo, issue.Number, actor); err != nil {
+			if err := h.recordAdmission(ctx, repo, issue.Number, actor, issue); err != nil {
 				h.failErr(w, r, err)
 				return
 			}
@@ -416,7 +420,7 @@ func (h *handler) createItem(w http.ResponseWriter, r *http.Request) {
 		h.failErr(w, r, err)
 		return
 	}
-	if err := h.recordAdmission(ctx, repo, issue.Number, actor); err != nil {
+	if err := h.recordAdmission(ctx, repo, issue.Number, actor, issue); err != nil {
 		h.failErr(w, r, err)
 		return
 	}
@@ -586,7 +590,7 @@ func (h *handler) adoptItem(w http.ResponseWriter, r *http.Request) {
 		h.failErr(w, r, err)
 		return
 	}
-	if err := h.recordAdmission(ctx, repo, number, actor); err != nil {
+	if err := h.recordAdmission(ctx, repo, number, actor, &issue); err != nil {
 		h.failErr(w, r, err)
 		return
 	}
@@ -595,12 +599,18 @@ func (h *handler) adoptItem(w http.ResponseWriter, r *http.Request) {
 }
 
 // recordAdmission records that a human token made the item, which admits it
-// at creation (CONTRACT.md §4, §5). Recording again changes nothing, so the
+// at creation (CONTRACT.md §4, §5), with the issue's text as the admitted
+// specification (issue nil: not known here; warden trusts the text as of
+// the admission on first use). Recording again changes nothing, so the
 // replay of a create records it too (the first attempt may have failed
 // after the item was written).
-func (h *handler) recordAdmission(ctx context.Context, repo store.Repo, number int, actor store.Actor) error {
+func (h *handler) recordAdmission(ctx context.Context, repo store.Repo, number int, actor store.Actor, issue *Issue) error {
 	if actor.Role != gating.RoleHuman || h.opt.Admissions == nil {
 		return nil
 	}
-	return h.opt.Admissions.RecordAdmission(ctx, repo.ID, number, store.Admission{By: actor.Name, At: h.now().UTC(), How: "human token"})
+	adm := store.Admission{By: actor.Name, At: h.now().UTC(), How: "human token"}
+	if issue != nil && issue.Title != "" && !issue.UpdatedAt.IsZero() {
+		adm.Spec = gating.SpecState{Digest: gating.SpecDigest(issue.Title, issue.Body), At: issue.UpdatedAt}
+	}
+	return h.opt.Admissions.RecordAdmission(ctx, repo.ID, number, adm)
 }

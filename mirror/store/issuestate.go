@@ -23,6 +23,11 @@ type IssueState struct {
 	State     string    `json:"state"` // open, closed, deleted, transferred
 	Labels    []string  `json:"labels"`
 	UpdatedAt time.Time `json:"updatedAt"` // the issue's updated_at as GitHub reported it
+	// SpecDigest is the digest of the issue's title and body
+	// (gating.SpecDigest) as the same payload or read showed them, "" when
+	// it carried none (the text recorded before is kept). It is recorded
+	// as of UpdatedAt, under an ordering guard of its own.
+	SpecDigest string `json:"specDigest,omitempty"`
 }
 
 // HasLabel reports whether the issue carries the label name (compared as
@@ -42,7 +47,10 @@ func HasLabel(labels []string, name string) bool {
 
 // RecordIssueState stores st for issue number of the repository, unless a
 // state with a newer updated_at is already stored. It reports whether st
-// was applied. Recording is bookkeeping: it needs no served repository and
+// was applied. Its specification digest, when it carries one, is stored
+// unless one with a newer time is (the time a label warden noted moved
+// updated_at to says nothing of the text), whether or not the rest was
+// applied. Recording is bookkeeping: it needs no served repository and
 // writes nothing to GitHub.
 func (l *Ledger) RecordIssueState(ctx context.Context, repoID int64, number int, st IssueState) (bool, error) {
 	if number <= 0 {
@@ -59,30 +67,44 @@ func (l *Ledger) RecordIssueState(ctx context.Context, repoID int64, number int,
 	if err != nil {
 		return false, fmt.Errorf("record state of #%d: %w", number, err)
 	}
-	res, err := l.db.Write.ExecContext(ctx, `INSERT INTO issue_state (repo_id, number, state, labels, updated_at, recorded_at)
-		VALUES ($1, $2, $3, $4, $5, $6)
-		ON CONFLICT (repo_id, number) DO UPDATE SET state = excluded.state, labels = excluded.labels,
-			updated_at = excluded.updated_at, recorded_at = excluded.recorded_at
-		WHERE excluded.updated_at >= issue_state.updated_at`,
-		repoID, number, st.State, string(b), st.UpdatedAt.UnixMilli(), l.nowMs())
+	// Every SET expression reads the row as it was: the state columns move
+	// only for a newer state, the text only for a newer text.
+	at := st.UpdatedAt.UnixMilli()
+	specAt := int64(0) // no text: nothing to order
+	if st.SpecDigest != "" {
+		specAt = at
+	}
+	var stored int64
+	err = l.db.Write.QueryRowContext(ctx, `INSERT INTO issue_state (repo_id, number, state, labels, updated_at, recorded_at, spec_digest, spec_at)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+		ON CONFLICT (repo_id, number) DO UPDATE SET
+			state = CASE WHEN excluded.updated_at >= issue_state.updated_at THEN excluded.state ELSE issue_state.state END,
+			labels = CASE WHEN excluded.updated_at >= issue_state.updated_at THEN excluded.labels ELSE issue_state.labels END,
+			recorded_at = excluded.recorded_at,
+			spec_digest = CASE WHEN excluded.spec_digest <> '' AND excluded.spec_at >= issue_state.spec_at THEN excluded.spec_digest ELSE issue_state.spec_digest END,
+			spec_at = CASE WHEN excluded.spec_digest <> '' AND excluded.spec_at >= issue_state.spec_at THEN excluded.spec_at ELSE issue_state.spec_at END,
+			updated_at = CASE WHEN excluded.updated_at >= issue_state.updated_at THEN excluded.updated_at ELSE issue_state.updated_at END
+		WHERE excluded.updated_at >= issue_state.updated_at OR (excluded.spec_digest <> '' AND excluded.spec_at >= issue_state.spec_at)
+		RETURNING updated_at`,
+		repoID, number, st.State, string(b), at, l.nowMs(), st.SpecDigest, specAt).Scan(&stored)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil // older in every part
+	}
 	if err != nil {
 		return false, fmt.Errorf("record state of #%d: %w", number, err)
 	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return false, fmt.Errorf("record state of #%d: %w", number, err)
-	}
-	return n > 0, nil
+	return stored == at, nil
 }
 
 // IssueState returns the recorded state of an issue, or nil when none was
-// recorded.
+// recorded. SpecDigest is the newest text's digest recorded, which may be
+// older than UpdatedAt (IssueSpec says as of when).
 func (l *Ledger) IssueState(ctx context.Context, repoID int64, number int) (*IssueState, error) {
 	var st IssueState
 	var labels string
 	var updated int64
-	err := l.db.Read.QueryRowContext(ctx, `SELECT state, labels, updated_at FROM issue_state WHERE repo_id = $1 AND number = $2`,
-		repoID, number).Scan(&st.State, &labels, &updated)
+	err := l.db.Read.QueryRowContext(ctx, `SELECT state, labels, updated_at, spec_digest FROM issue_state WHERE repo_id = $1 AND number = $2`,
+		repoID, number).Scan(&st.State, &labels, &updated, &st.SpecDigest)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}

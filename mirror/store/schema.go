@@ -32,6 +32,7 @@ var schema = []struct {
 	{"settings", settingsMigrations},
 	{"disowned", disownedMigrations},
 	{"trail_summary", trailSummaryMigrations},
+	{"spec", specMigrations},
 }
 
 // Migrate applies every step of the schema that has not run on d yet. It is

@@ -467,6 +467,9 @@ func (l *Ledger) loadSnapshot(ctx context.Context, q Querier, repo Repo, set gat
 			}
 		}
 		cand.Findings = append(cand.Findings, labelFindings[n]...)
+		// Re-gated after admission: not admitted while the finding is open,
+		// even if the label is not back (its write failed, or dry run).
+		cand.SpecChanged = slices.ContainsFunc(labelFindings[n], func(d gating.Defect) bool { return d.Code == gating.CodeSpecChangedByAgent })
 		// Out of the backlog: the issue lacks the item label as recorded,
 		// and a removal of it is on record (a person's act a delivery
 		// showed, or what the census read). A payload of the same second
