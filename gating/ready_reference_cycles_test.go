@@ -267,6 +267,7 @@ func refBuildReport(s Snapshot, r Result) Report {
 		Lapsed:            []LapsedEntry{},
 		Defects:           slices.Clone(r.Defects),
 		CleanReclaims:     []CleanReclaim{},
+		Lines:             []ReportLine{},
 	}
 	if rep.Ready == nil {
 		rep.Ready = []ReadyEntry{}

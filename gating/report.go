@@ -23,7 +23,10 @@ type Report struct {
 	// CleanReclaims is left empty here: the store fills it from the grant log
 	// (a holder that lapsed and re-claimed its own item inside the quarantine).
 	CleanReclaims []CleanReclaim `json:"cleanReclaims"`
-	Summary       ReportSummary  `json:"summary"`
+	// Lines are the report lines that are no item's defect
+	// (lease-defaulted: NoteLeaseDefaults), by item then code.
+	Lines   []ReportLine  `json:"lines"`
+	Summary ReportSummary `json:"summary"`
 }
 
 // InFlightEntry is an item under a held or lapsed claim.
@@ -34,6 +37,9 @@ type InFlightEntry struct {
 	LeaseExpiresAtUtc time.Time  `json:"leaseExpiresAtUtc"`
 	State             ClaimState `json:"state"` // held or lapsed
 	Maintenance       bool       `json:"maintenance"`
+	// LeaseDefaulted: the claim's lease is the short default, granted or
+	// last renewed without leaseSeconds (NoteLeaseDefaults).
+	LeaseDefaulted bool `json:"leaseDefaulted,omitempty"`
 }
 
 // BlockedEntry is an item excluded as blocked (a live blocker, or an
@@ -116,6 +122,7 @@ func BuildReport(s Snapshot, r Result) Report {
 		Lapsed:            []LapsedEntry{},
 		Defects:           slices.Clone(r.Defects),
 		CleanReclaims:     []CleanReclaim{},
+		Lines:             []ReportLine{},
 	}
 	if rep.Ready == nil {
 		rep.Ready = []ReadyEntry{}

@@ -116,7 +116,7 @@ func TestReportJSON(t *testing.T) {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	want := []string{"awaitingAdmission", "blocked", "cleanReclaims", "defects", "inFlight", "lapsed", "parked", "ready", "stalled", "summary"}
+	want := []string{"awaitingAdmission", "blocked", "cleanReclaims", "defects", "inFlight", "lapsed", "lines", "parked", "ready", "stalled", "summary"}
 	if !slices.Equal(keys, want) {
 		t.Errorf("keys %v", keys)
 	}
@@ -130,6 +130,7 @@ func TestReportJSON(t *testing.T) {
 		`{"item":"issue-7","priority":"P1","overlaps":["issue-1"]}`,
 		`"summary":{"items":18,"ready":3,"inFlight":3,"blocked":3,"stalled":2,"parked":2,"awaitingAdmission":3,"complete":3}`,
 		`"cleanReclaims":[]`,
+		`"lines":[]`,
 	} {
 		if !strings.Contains(string(b), sub) {
 			t.Errorf("JSON lacks %s", sub)

@@ -18,6 +18,10 @@ type Settings struct {
 	Dashboard       bool
 	PostMarkers     bool
 	DryRun          bool
+	// MaxClaimsPerOwner is max_claims_per_owner: the live claims one owner
+	// (OwnerPrincipal: an agent, not a run) may hold at once; 0 is
+	// unlimited (OwnerCap).
+	MaxClaimsPerOwner int
 }
 
 // DefaultSettings are the contract's defaults.

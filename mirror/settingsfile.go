@@ -131,6 +131,13 @@ var settingFields = map[string]settingField{
 	"dashboard":    boolField(func(s *gating.Settings) *bool { return &s.Dashboard }),
 	"post_markers": boolField(func(s *gating.Settings) *bool { return &s.PostMarkers }),
 	"dry_run":      boolField(func(s *gating.Settings) *bool { return &s.DryRun }),
+	"max_claims_per_owner": {
+		set: func(s *gating.Settings, n *yaml.Node) (err error) {
+			s.MaxClaimsPerOwner, err = claimCapValue(n)
+			return
+		},
+		keep: func(s *gating.Settings, l gating.Settings) { s.MaxClaimsPerOwner = l.MaxClaimsPerOwner },
+	},
 }
 
 func stringField(f func(s *gating.Settings) *string, read func(*yaml.Node) (string, error)) settingField {
@@ -503,6 +510,7 @@ func settingValues(s gating.Settings) [][2]string {
 		{"dashboard", fmt.Sprint(s.Dashboard)},
 		{"post_markers", fmt.Sprint(s.PostMarkers)},
 		{"dry_run", fmt.Sprint(s.DryRun)},
+		{"max_claims_per_owner", fmt.Sprint(s.MaxClaimsPerOwner)},
 	}
 }
 

@@ -74,18 +74,22 @@ func runReady(ctx context.Context, e env, args []string) int {
 	}
 	res := rs.Ready()
 	set := agentapi.ReadyOf(rs, res, 0)
+	rep, err := l.Report(ctx, rs, res)
+	if err != nil {
+		fmt.Fprintf(e.stderr, "warden ready: the report goes without its lease-defaulted lines: %v\n", err)
+	}
 	if asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(struct {
 			agentapi.ReadySet
 			Report gating.Report `json:"report"`
-		}{set, rs.Report(res)}); err != nil {
+		}{set, rep}); err != nil {
 			return fail(e, cmd, err)
 		}
 		return exitOK
 	}
-	printReady(e.stdout, repo, set, rs.Report(res))
+	printReady(e.stdout, repo, set, rep)
 	return exitOK
 }
 
@@ -128,6 +132,9 @@ func printReady(w io.Writer, repo store.Repo, set agentapi.ReadySet, rep gating.
 			if f.Maintenance {
 				state += " (maintenance)"
 			}
+			if f.LeaseDefaulted {
+				state += " (lease-defaulted)"
+			}
 			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", f.Item, state, f.Owner, dash(f.Branch), store.Timestamp(f.LeaseExpiresAtUtc))
 		}
 		tw.Flush()
@@ -137,6 +144,13 @@ func printReady(w io.Writer, repo store.Repo, set agentapi.ReadySet, rep gating.
 		fmt.Fprintln(w, "Clean re-claims (a holder lapsed and came back; no attempt counted):")
 		for _, c := range rep.CleanReclaims {
 			fmt.Fprintf(w, "  %s  %s  fence %d -> %d at %s\n", c.Item, c.Owner, c.PriorFence, c.Fence, store.Timestamp(c.AtUtc))
+		}
+	}
+	if len(rep.Lines) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "Report lines:")
+		for _, l := range rep.Lines {
+			fmt.Fprintf(w, "  %s  %s  %s\n", l.Code, dash(string(l.Item)), oneLine(l.Detail, 160))
 		}
 	}
 	fmt.Fprintln(w)

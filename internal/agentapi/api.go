@@ -13,6 +13,7 @@ package agentapi
 import (
 	"context"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"sync"
 	"time"
@@ -144,12 +145,14 @@ type ledger interface {
 	Update(ctx context.Context, repoID int64, id gating.ItemID, p store.Patch, actor store.Actor, o store.WriteOptions) (store.Item, error)
 	Forget(ctx context.Context, repoID int64, id gating.ItemID, token *int64, actor store.Actor) error
 	Claim(ctx context.Context, repoID int64, id gating.ItemID, req store.ClaimRequest, actor store.Actor) (store.ClaimResult, error)
-	Renew(ctx context.Context, repoID int64, id gating.ItemID, token int64, leaseSeconds *float64, actor store.Actor) (store.ClaimResult, error)
-	Release(ctx context.Context, repoID int64, id gating.ItemID, token int64, actor store.Actor) (store.ReleaseResult, error)
+	RenewWith(ctx context.Context, repoID int64, id gating.ItemID, req store.RenewRequest, actor store.Actor) (store.ClaimResult, error)
+	ReleaseWith(ctx context.Context, repoID int64, id gating.ItemID, req store.ReleaseRequest, actor store.Actor) (store.ReleaseResult, error)
+	ClaimNext(ctx context.Context, repoID int64, ids []gating.ItemID, req store.ClaimRequest, actor store.Actor) (store.NextResult, error)
 	Status(ctx context.Context, repoID int64, id gating.ItemID) (store.ClaimStatus, error)
 	Grants(ctx context.Context, repoID int64, id gating.ItemID) ([]store.Grant, error)
 	ClaimSnapshot(ctx context.Context, repoID int64, id gating.ItemID) (*store.Snapshot, error)
 	Snapshot(ctx context.Context, repoID int64) (*store.Snapshot, error)
+	Report(ctx context.Context, rs *store.Snapshot, r gating.Result) (gating.Report, error)
 	RecordIssueState(ctx context.Context, repoID int64, number int, st store.IssueState) (bool, error)
 }
 
@@ -165,6 +168,8 @@ type handler struct {
 
 	locks  Locker
 	recent *recentKeys
+	// shuffle jitters POST /ready/claim's candidates (rand.Shuffle).
+	shuffle func(n int, swap func(i, j int))
 }
 
 // New returns the agent API over the ledger, to be mounted at /api/v1
@@ -180,7 +185,7 @@ func newHandler(l ledger, gh GitHub, tokens []config.APIToken, o Options, log *s
 		log = slog.Default()
 	}
 	h := &handler{ledger: l, gh: gh, creds: newCredentials(tokens), opt: o, log: log.With("component", "agentapi"),
-		now: time.Now, recent: newRecentKeys(4096)}
+		now: time.Now, recent: newRecentKeys(4096), shuffle: rand.Shuffle}
 	h.locks = o.Locks
 	if h.locks == nil {
 		h.locks = &db.Local{}
@@ -210,6 +215,7 @@ func (h *handler) routes() http.Handler {
 		r.Post("/items/{id}/renew", h.renew)
 		r.Post("/items/{id}/release", h.release)
 		r.Get("/ready", h.ready)
+		r.Post("/ready/claim", h.claimNext)
 		r.Get("/report", h.report)
 	})
 	return r

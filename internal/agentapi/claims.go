@@ -17,17 +17,20 @@ type claimRequest struct {
 	MaxWaitSeconds *float64 `json:"maxWaitSeconds"`
 	Branch         string   `json:"branch"`
 	Purpose        string   `json:"purpose"`
+	RequestID      *string  `json:"requestId"`
 }
 
 // renewRequest is POST /items/{id}/renew.
 type renewRequest struct {
 	FencingToken *int64   `json:"fencingToken"`
 	LeaseSeconds *float64 `json:"leaseSeconds"`
+	RequestID    *string  `json:"requestId"`
 }
 
 // releaseRequest is POST /items/{id}/release.
 type releaseRequest struct {
-	FencingToken *int64 `json:"fencingToken"`
+	FencingToken *int64  `json:"fencingToken"`
+	RequestID    *string `json:"requestId"`
 }
 
 func checkLease(field string, v *float64) *Problem {
@@ -95,6 +98,9 @@ func (h *handler) claim(w http.ResponseWriter, r *http.Request) {
 	if prob == nil && req.Purpose != "" && req.Purpose != "maintenance" {
 		prob = invalid("purpose", "purpose is %q; it may only be omitted or \"maintenance\"", req.Purpose)
 	}
+	if prob == nil {
+		prob = checkRequestID(req.RequestID)
+	}
 	if prob != nil {
 		h.fail(w, r, prob)
 		return
@@ -111,12 +117,13 @@ func (h *handler) claim(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := h.ledger.Claim(r.Context(), repoOf(r).ID, id, store.ClaimRequest{Owner: req.Owner, LeaseSeconds: req.LeaseSeconds,
-		MaxWaitSeconds: req.MaxWaitSeconds, Branch: req.Branch, Purpose: req.Purpose}, actorOf(r))
+		MaxWaitSeconds: req.MaxWaitSeconds, Branch: req.Branch, Purpose: req.Purpose, RequestID: deref(req.RequestID)}, actorOf(r))
 	if err != nil {
 		h.failErr(w, r, err)
 		return
 	}
-	if res.Granted && h.opt.Writes != nil {
+	// A replayed grant was told to the mirror when it was made.
+	if res.Granted && !res.Replayed && h.opt.Writes != nil {
 		h.opt.Writes.AfterClaim(context.WithoutCancel(r.Context()), repoOf(r), id, res, req.Purpose)
 	}
 	writeJSON(w, http.StatusOK, res)
@@ -136,11 +143,15 @@ func (h *handler) renew(w http.ResponseWriter, r *http.Request) {
 	if prob == nil {
 		prob = checkLease("leaseSeconds", req.LeaseSeconds)
 	}
+	if prob == nil {
+		prob = checkRequestID(req.RequestID)
+	}
 	if prob != nil {
 		h.fail(w, r, prob)
 		return
 	}
-	res, err := h.ledger.Renew(r.Context(), repoOf(r).ID, id, *req.FencingToken, req.LeaseSeconds, actorOf(r))
+	res, err := h.ledger.RenewWith(r.Context(), repoOf(r).ID, id, store.RenewRequest{FencingToken: *req.FencingToken,
+		LeaseSeconds: req.LeaseSeconds, RequestID: deref(req.RequestID)}, actorOf(r))
 	if err != nil {
 		h.failErr(w, r, err)
 		return
@@ -159,16 +170,20 @@ func (h *handler) release(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	prob := checkToken("fencingToken", req.FencingToken, true)
+	if prob == nil {
+		prob = checkRequestID(req.RequestID)
+	}
 	if prob != nil {
 		h.fail(w, r, prob)
 		return
 	}
-	res, err := h.ledger.Release(r.Context(), repoOf(r).ID, id, *req.FencingToken, actorOf(r))
+	res, err := h.ledger.ReleaseWith(r.Context(), repoOf(r).ID, id, store.ReleaseRequest{FencingToken: *req.FencingToken,
+		RequestID: deref(req.RequestID)}, actorOf(r))
 	if err != nil {
 		h.failErr(w, r, err)
 		return
 	}
-	if res.Released && h.opt.Writes != nil {
+	if res.Released && !res.Replayed && h.opt.Writes != nil {
 		h.opt.Writes.AfterRelease(context.WithoutCancel(r.Context()), repoOf(r), id)
 	}
 	writeJSON(w, http.StatusOK, res)

@@ -10,10 +10,12 @@ import (
 	"github.com/wardenhq/warden/gating"
 )
 
-// The field names of CONTRACT.md §9, exactly.
+// The field names of CONTRACT.md §9 (and §11: leaseDefaulted on a grant,
+// grantedAt in the status), exactly.
 var (
 	claimFields   = []string{"key", "granted", "fencingToken", "owner", "region", "leaseExpiresAtUtc", "leaseSeconds", "previousLeaseExpiresAtUtc", "leaseShortened", "reason"}
-	statusFields  = []string{"key", "exists", "claimed", "isHeld", "state", "fencingToken", "releasedFencingToken", "owner", "region", "leaseExpiresAtUtc"}
+	grantFields   = append(slices.Clone(claimFields), "leaseDefaulted")
+	statusFields  = []string{"key", "exists", "claimed", "isHeld", "state", "fencingToken", "releasedFencingToken", "owner", "region", "leaseExpiresAtUtc", "grantedAt"}
 	releaseFields = []string{"key", "released", "fencingToken", "reason"}
 )
 
@@ -42,7 +44,7 @@ func TestClaimRenewReleaseStatus(t *testing.T) {
 
 	// Granted.
 	c := f.must(f.call("POST", "items/issue-20/claim", tokWorker1, map[string]any{"owner": "w1/run-1", "leaseSeconds": 120, "branch": "feat/issue-20"}), 200)
-	sameKeys(t, "claim", c, claimFields)
+	sameKeys(t, "claim", c, grantFields)
 	if c.body["granted"] != true || c.str("owner") != "w1/run-1" || c.str("region") != "local" || c.num("leaseSeconds") != 120 ||
 		c.str("key") != "issue-20" || c.body["reason"] != nil || c.str("leaseExpiresAtUtc") == "" {
 		t.Fatalf("claim %s", c.raw)
@@ -63,7 +65,7 @@ func TestClaimRenewReleaseStatus(t *testing.T) {
 
 	// Renew shorter: leaseShortened with the previous expiry.
 	rn := f.must(f.call("POST", "items/issue-20/renew", tokWorker1, map[string]any{"fencingToken": tok, "leaseSeconds": 10}), 200)
-	sameKeys(t, "renew", rn, claimFields)
+	sameKeys(t, "renew", rn, grantFields)
 	if rn.body["granted"] != true || rn.num("fencingToken") != tok || rn.body["leaseShortened"] != true ||
 		rn.str("previousLeaseExpiresAtUtc") != c.str("leaseExpiresAtUtc") || rn.num("leaseSeconds") != 10 {
 		t.Fatalf("renew %s", rn.raw)

@@ -88,6 +88,7 @@ var forbiddenReasons = map[string]bool{
 // malformedReasons are refusals of the request's shape.
 var malformedReasons = map[string]bool{
 	ReasonInvalidRequest: true, "invalid-tag": true, "invalid-link": true, "invalid-field": true,
+	ReasonKeyReused: true,
 }
 
 // toProblem maps an error from the ledger, GitHub or this package to a

@@ -70,10 +70,6 @@ func ReadyOf(rs *store.Snapshot, r gating.Result, limit int) ReadySet {
 	return out
 }
 
-// Report is GET /report: the "where are we" report of a repository
-// snapshot, clean re-claims included (from the grant log).
-func Report(rs *store.Snapshot) gating.Report { return rs.Report(rs.Ready()) }
-
 func (h *handler) ready(w http.ResponseWriter, r *http.Request) {
 	// Like GET /items: 100 ready items unless asked (1 to 1000);
 	// readyCount says how many there are.
@@ -97,6 +93,12 @@ func (h *handler) report(w http.ResponseWriter, r *http.Request) {
 		h.failErr(w, r, err)
 		return
 	}
+	// The "where are we" report, clean re-claims (from the grant log) and
+	// defaulted leases included; without the latter if they cannot be read.
+	rep, err := h.ledger.Report(r.Context(), rs, rs.Ready())
+	if err != nil {
+		h.log.Warn("agent API: the report goes without its lease-defaulted lines", "repo", repoOf(r).FullName, "err", err)
+	}
 	w.Header().Set("Cache-Control", "no-store")
-	writeJSON(w, http.StatusOK, Report(rs))
+	writeJSON(w, http.StatusOK, rep)
 }

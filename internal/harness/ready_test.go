@@ -351,7 +351,7 @@ func TestReadyAndReportShapes(t *testing.T) {
 		t.Fatalf("limit 0: %d %v", code, p)
 	}
 	report := raw("/report")
-	want := []string{"awaitingAdmission", "blocked", "cleanReclaims", "defects", "inFlight", "lapsed", "parked", "ready", "stalled", "summary"}
+	want := []string{"awaitingAdmission", "blocked", "cleanReclaims", "defects", "inFlight", "lapsed", "lines", "parked", "ready", "stalled", "summary"}
 	if got := keys(report); !slices.Equal(got, want) {
 		t.Fatalf("GET /report keys %v, want %v", got, want)
 	}

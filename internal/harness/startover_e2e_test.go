@@ -16,7 +16,9 @@ import (
 
 // world is what a warden shows of one repository, with what only the
 // ledger holds left out (when an item was made and how: createdAt,
-// updatedAt, provenance), so two wardens over one GitHub can be compared.
+// updatedAt, provenance; when its current claim was granted: grantedAt,
+// which for warden's own maintenance claims is when that warden made
+// them), so two wardens over one GitHub can be compared.
 type world struct {
 	Ready    any            // GET /ready
 	Report   any            // GET /report
@@ -79,7 +81,7 @@ func (x *e2e) observe(t *testing.T) world {
 func strip(v any) {
 	switch v := v.(type) {
 	case map[string]any:
-		for _, k := range []string{"createdAt", "updatedAt", "provenance"} {
+		for _, k := range []string{"createdAt", "updatedAt", "provenance", "grantedAt"} {
 			delete(v, k)
 		}
 		for _, e := range v {

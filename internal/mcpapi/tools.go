@@ -70,17 +70,27 @@ type claimIn struct {
 	MaxWaitSeconds *float64 `json:"maxWaitSeconds,omitempty" jsonschema:"how long to wait for a held claim (0 to 60); 0 answers contended at once"`
 	Branch         string   `json:"branch,omitempty" jsonschema:"warden: the working branch, for linking pull requests and evidence of work"`
 	Purpose        string   `json:"purpose,omitempty" jsonschema:"warden: maintenance, for a pm or human repair claim (no readiness check, no attempt)"`
+	RequestID      string   `json:"requestId,omitempty" jsonschema:"warden: makes a retry safe: a resend with the same requestId and arguments answers the first grant again (same fencingToken) while its lease lasts; 1 to 128 of letters, digits and . _ : / -, fresh for each new claim"`
 }
 
 type renewIn struct {
 	Key          string   `json:"key" jsonschema:"the item's key"`
 	FencingToken *int64   `json:"fencingToken" jsonschema:"the fencing token of your claim"`
 	LeaseSeconds *float64 `json:"leaseSeconds,omitempty" jsonschema:"always pass it: omitting it asks for the short default lease (reported as leaseShortened)"`
+	RequestID    string   `json:"requestId,omitempty" jsonschema:"warden: a resend with the same requestId and arguments answers the first renew again while its lease lasts"`
 }
 
 type releaseIn struct {
 	Key          string `json:"key" jsonschema:"the item's key"`
 	FencingToken *int64 `json:"fencingToken" jsonschema:"the fencing token of your claim, exactly"`
+	RequestID    string `json:"requestId,omitempty" jsonschema:"warden: a resend with the same requestId and arguments answers released: true again instead of stale"`
+}
+
+type claimNextIn struct {
+	RepoID       string   `json:"repoId" jsonschema:"the repository id"`
+	Owner        string   `json:"owner" jsonschema:"who holds the claim; a worker's owner begins with its token's name and /"`
+	LeaseSeconds *float64 `json:"leaseSeconds" jsonschema:"required: the lease your work needs, in seconds; it is clamped to the ceiling, so act on the returned leaseSeconds"`
+	RequestID    string   `json:"requestId,omitempty" jsonschema:"makes a retry safe: a resend with the same requestId and arguments answers the first grant again (the same item and fencingToken) while its lease lasts; fresh for each new claim"`
 }
 
 type statusIn struct {
@@ -118,17 +128,24 @@ func (s *service) register(srv *mcp.Server) {
 		"addLinks, removeLinks, all or nothing; pass fencingToken while the item is claimed. Refusals carry the ledger's reason (ClaimRequired, StaleToken, HumanActRequired, a defect code)."}, s.update)
 	mcp.AddTool(srv, &mcp.Tool{Name: "repocontext_forget", Annotations: &mcp.ToolAnnotations{DestructiveHint: &yes, OpenWorldHint: &no},
 		Description: "Retires a backlog item (pm and human tokens; fenced while claimed; refused while any item is blockedBy or partOf it). Answers key, mode, existed."}, s.forget)
-	mcp.AddTool(srv, &mcp.Tool{Name: "repocontext_claim", Annotations: write, Description: "Claims a backlog item: granted with a fencingToken and the lease actually granted, " +
-		"or not granted with reason contended, timeout, missing, not-ready (with the exclusion) or ForeignRegion."}, s.claim)
+	mcp.AddTool(srv, &mcp.Tool{Name: "repocontext_claim", Annotations: write, Description: "Claims a backlog item: granted with a fencingToken and the lease actually granted " +
+		"(leaseDefaulted: true when no leaseSeconds was passed: the short default), or not granted with reason contended, timeout, missing, not-ready " +
+		"(with the exclusion, owner-cap included) or ForeignRegion. Pass a requestId to make a retry answer the same grant."}, s.claim)
 	mcp.AddTool(srv, &mcp.Tool{Name: "repocontext_renew_claim", Annotations: write, Description: "Extends a claim's lease under its fencingToken; reports leaseShortened and " +
 		"previousLeaseExpiresAtUtc, or granted: false with reason superseded."}, s.renew)
 	mcp.AddTool(srv, &mcp.Tool{Name: "repocontext_release_claim", Annotations: write, Description: "Releases a claim on its exact fencingToken: released, or reason stale, missing or unclaimed."}, s.release)
 	mcp.AddTool(srv, &mcp.Tool{Name: "repocontext_claim_status", Annotations: ro, Description: "The claim status of a key (advisory): exists, claimed, isHeld, state " +
-		"(held, lapsed, abandoned, released), fencingToken, releasedFencingToken, owner, region, leaseExpiresAtUtc. A memory key holding no record answers exists: false. Read-only."}, s.claimStatus)
+		"(held, lapsed, abandoned, released), fencingToken, releasedFencingToken, owner, region, leaseExpiresAtUtc, grantedAt (when the current claim was granted). " +
+		"A memory key holding no record answers exists: false. Read-only."}, s.claimStatus)
 	mcp.AddTool(srv, &mcp.Tool{Name: "repocontext_neighbors", Annotations: ro, Description: "Walks an item's outbound item edges (blockedBy, partOf, integrates, informs, related), " +
 		"breadth first up to depth hops and maxNodes neighbours; a dangling edge's target is returned with exists: false. Read-only."}, s.neighbors)
 	mcp.AddTool(srv, &mcp.Tool{Name: "backlog_ready", Annotations: ro, Description: "warden: the ready set in claim order, every excluded item with its reason, every defect " +
 		"the scan found, and the repository's alarms. Read-only."}, s.ready)
+	mcp.AddTool(srv, &mcp.Tool{Name: "backlog_claim_next", Annotations: write, Description: "warden: claims the best ready item in one call: the head of the ready set " +
+		"(the top five in claim order, jittered among equals so concurrent claimants spread; then the next five, up to fifteen), tried in turn until one is granted. " +
+		"Answers the claim result " +
+		"with item and key naming the item claimed; or granted: false with reason not-ready (exclusion owner-cap when the owner holds max_claims_per_owner " +
+		"live claims; excluded counts the ready set's exclusions by reason) or contended (every candidate went to other claimants: ask again), and tried."}, s.claimNext)
 	mcp.AddTool(srv, &mcp.Tool{Name: "backlog_report", Annotations: ro, Description: "warden: the \"where are we\" report: in flight, ready, blocked, stalled, parked, " +
 		"awaiting admission, lapsed, defects, clean re-claims. Read-only."}, s.report)
 }

@@ -323,6 +323,9 @@ func (s *service) claim(ctx context.Context, req *mcp.CallToolRequest, in claimI
 	if in.Purpose != "" {
 		body["purpose"] = in.Purpose
 	}
+	if in.RequestID != "" {
+		body["requestId"] = in.RequestID
+	}
 	var res map[string]any
 	if _, p := c.call(ctx, http.MethodPost, itemPath(id, "/claim"), nil, body, &res); p != nil {
 		return fail(p, k.String())
@@ -341,6 +344,9 @@ func (s *service) renew(ctx context.Context, req *mcp.CallToolRequest, in renewI
 	body := map[string]any{"fencingToken": in.FencingToken}
 	if in.LeaseSeconds != nil {
 		body["leaseSeconds"] = *in.LeaseSeconds
+	}
+	if in.RequestID != "" {
+		body["requestId"] = in.RequestID
 	}
 	var res map[string]any
 	if _, p := c.call(ctx, http.MethodPost, itemPath(id, "/renew"), nil, body, &res); p != nil {
@@ -362,9 +368,47 @@ func (s *service) release(ctx context.Context, req *mcp.CallToolRequest, in rele
 		}
 		return nil, keyed(k, toMap(res)), nil
 	}
+	body := map[string]any{"fencingToken": in.FencingToken}
+	if in.RequestID != "" {
+		body["requestId"] = in.RequestID
+	}
 	var res map[string]any
-	if _, p := c.call(ctx, http.MethodPost, itemPath(id, "/release"), nil, map[string]any{"fencingToken": in.FencingToken}, &res); p != nil {
+	if _, p := c.call(ctx, http.MethodPost, itemPath(id, "/release"), nil, body, &res); p != nil {
 		return fail(p, k.String())
 	}
 	return nil, keyed(k, res), nil
+}
+
+// claimNext is POST /ready/claim: the answer with key and lockName the
+// protocol's, for the item claimed (none when nothing was), and each tried
+// candidate also by its key.
+func (s *service) claimNext(ctx context.Context, req *mcp.CallToolRequest, in claimNextIn) (*mcp.CallToolResult, any, error) {
+	c, p := s.onRepo(ctx, req, in.RepoID)
+	if p != nil {
+		return fail(p, "")
+	}
+	body := map[string]any{"owner": in.Owner}
+	if in.LeaseSeconds != nil {
+		body["leaseSeconds"] = *in.LeaseSeconds
+	}
+	if in.RequestID != "" {
+		body["requestId"] = in.RequestID
+	}
+	var res map[string]any
+	if _, p := c.call(ctx, http.MethodPost, "/ready/claim", nil, body, &res); p != nil {
+		return fail(p, "")
+	}
+	if id, _ := res["item"].(string); id != "" {
+		keyed(itemKey(in.RepoID, gating.ItemID(id)), res)
+	}
+	tried, _ := res["tried"].([]any)
+	for _, t := range tried {
+		if m, ok := t.(map[string]any); ok {
+			if id, ok := m["item"].(string); ok {
+				m["key"] = itemKey(in.RepoID, gating.ItemID(id)).String()
+			}
+		}
+	}
+	res["repoId"] = in.RepoID
+	return nil, res, nil
 }

@@ -72,7 +72,7 @@ a{color:#0550ae}
 {{end}}
 <h3>In flight ({{len .Report.InFlight}})</h3>
 {{if .Report.InFlight}}<table><tr><th>item</th><th>holder</th><th>lease expires</th><th>branch</th><th>claim</th></tr>
-{{range .Report.InFlight}}<tr><td>{{template "item" ($r.Ref .Item)}}</td><td>{{.Owner}}</td><td>{{utc .LeaseExpiresAtUtc}}</td><td>{{if .Branch}}<code>{{.Branch}}</code>{{else}}—{{end}}</td><td>{{.State}}{{if .Maintenance}} (maintenance){{end}}</td></tr>
+{{range .Report.InFlight}}<tr><td>{{template "item" ($r.Ref .Item)}}</td><td>{{.Owner}}</td><td>{{utc .LeaseExpiresAtUtc}}</td><td>{{if .Branch}}<code>{{.Branch}}</code>{{else}}—{{end}}</td><td>{{.State}}{{if .Maintenance}} (maintenance){{end}}{{if .LeaseDefaulted}} (lease-defaulted){{end}}</td></tr>
 {{end}}</table>{{else}}<p class="none">None.</p>{{end}}
 <h3>Ready now ({{len .Report.Ready}})</h3>
 {{if .Report.Ready}}<table><tr><th>#</th><th>item</th><th>priority</th><th>overlaps in-flight work</th></tr>
@@ -195,7 +195,10 @@ func (svc *Service) statusData(ctx context.Context) (statusData, error) {
 			st.Err = "the backlog could not be read: " + err.Error()
 		} else {
 			ready := rs.Ready()
-			st.Report, st.Alarms = rs.Report(ready), ready.Alarms
+			st.Alarms = ready.Alarms
+			if st.Report, err = svc.Ledger.Report(ctx, rs, ready); err != nil {
+				svc.Log.Warn("status page: the report goes without its lease-defaulted lines", "repo", repo.FullName, "err", err)
+			}
 			st.Titles = make(map[gating.ItemID]string, len(rs.Items))
 			for id, it := range rs.Items {
 				st.Titles[id] = it.Title

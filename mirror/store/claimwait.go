@@ -82,8 +82,9 @@ func signal(w *waiter) {
 	}
 }
 
-// claimWaiting queues for the item for up to wait (real time).
-func (l *Ledger) claimWaiting(ctx context.Context, repoID int64, n int, req ClaimRequest, lease, wait time.Duration) (ClaimResult, error) {
+// claimWaiting queues for the item for up to wait (real time); rk is the
+// request's requestId record, if any (each try consults it).
+func (l *Ledger) claimWaiting(ctx context.Context, repoID int64, n int, req ClaimRequest, lease, wait time.Duration, rk *keyed) (ClaimResult, error) {
 	k := itemKey{repoID, n}
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
@@ -101,7 +102,7 @@ func (l *Ledger) claimWaiting(ctx context.Context, repoID int64, n int, req Clai
 				return ClaimResult{}, ctx.Err()
 			}
 		}
-		a, err := l.claimOnce(ctx, repoID, n, req, lease, true)
+		a, err := l.claimOnce(ctx, repoID, n, req, lease, true, rk)
 		if err != nil || !a.contended {
 			return a.res, err
 		}

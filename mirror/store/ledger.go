@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode"
 	"unicode/utf8"
@@ -89,6 +90,8 @@ type Ledger struct {
 
 	stmts stmtCache    // the hot writers' prepared statements (SQLite; stmtcache.go)
 	batch writeBatcher // the hot writers' group commit (SQLite; writebatch.go)
+
+	pruned atomic.Int64 // unix ms of the last prune of claim_requests (claimrequests.go)
 }
 
 type itemKey struct {

@@ -33,6 +33,7 @@ var schema = []struct {
 	{"disowned", disownedMigrations},
 	{"trail_summary", trailSummaryMigrations},
 	{"spec", specMigrations},
+	{"claim_records", claimRecordMigrations},
 }
 
 // Migrate applies every step of the schema that has not run on d yet. It is

@@ -91,6 +91,23 @@ type ClaimRequest struct {
 	MaxWaitSeconds *float64 `json:"maxWaitSeconds,omitempty"`
 	Branch         string   `json:"branch,omitempty"`
 	Purpose        string   `json:"purpose,omitempty"`
+	// RequestID, when set, makes the claim idempotent: a resend with the
+	// same id and body is answered with the first answer while its lease
+	// lasts (claimrequests.go).
+	RequestID string `json:"requestId,omitempty"`
+}
+
+// RenewRequest asks for a renew (Ledger.RenewWith).
+type RenewRequest struct {
+	FencingToken int64
+	LeaseSeconds *float64 // nil: the default lease, however long the one it replaces
+	RequestID    string   // optional (ClaimRequest.RequestID)
+}
+
+// ReleaseRequest asks for a release (Ledger.ReleaseWith).
+type ReleaseRequest struct {
+	FencingToken int64
+	RequestID    string // optional (ClaimRequest.RequestID)
 }
 
 // ClaimResult is the answer to a claim or a renew, with the protocol store's
@@ -109,6 +126,12 @@ type ClaimResult struct {
 	// Exclusion names why an item that is not claimable now is not (with
 	// Reason "not-ready").
 	Exclusion *string `json:"exclusion,omitempty"`
+	// LeaseDefaulted says, on a grant, whether the lease is the default
+	// one because the request named no leaseSeconds (CONTRACT.md §11).
+	LeaseDefaulted *bool `json:"leaseDefaulted,omitempty"`
+	// Replayed marks the answer to a resend of a requestId: the first
+	// answer, not a second grant.
+	Replayed bool `json:"replayed,omitempty"`
 }
 
 // Claim refusal reasons.
@@ -134,6 +157,9 @@ type ClaimStatus struct {
 	Owner                *string `json:"owner"`
 	Region               *string `json:"region"`
 	LeaseExpiresAtUtc    *string `json:"leaseExpiresAtUtc"`
+	// GrantedAt is when the current claim (the grant that owns the fence,
+	// held or not) was granted.
+	GrantedAt *string `json:"grantedAt"`
 }
 
 // ReleaseResult is the answer to a release.
@@ -142,6 +168,8 @@ type ReleaseResult struct {
 	Released     bool    `json:"released"`
 	FencingToken int64   `json:"fencingToken"`
 	Reason       *string `json:"reason"`
+	// Replayed marks the answer to a resend of a requestId.
+	Replayed bool `json:"replayed,omitempty"`
 }
 
 // Release refusal reasons.
