@@ -177,8 +177,14 @@ func (x *index) exclusionOf(i int32, edges []dep, claimant *string) (reason, det
 	case EdgeWaiting:
 		return ExBlocked, x.edgeDetail(edges)
 	}
-	if w, d := x.groupWait(i); len(w) > 0 {
+	if w, d, flying := x.groupWait(i); len(w) > 0 {
+		if flying {
+			return ExIntegrationInFlight, d
+		}
 		return ExBlocked, d
+	}
+	if _, d := x.integrationHolders(i); d != "" {
+		return ExIntegrationInFlight, d
 	}
 	// Step 5: admission.
 	if why, _ := admission(e.c); why != "" {
@@ -295,22 +301,25 @@ func ComputeReady(s Snapshot) Result {
 	}
 	ready = append(ready, later...)
 
-	// A starved backlog: nothing ready, nothing in flight, work pending. While
-	// anything is in flight the backlog is moving (its dependents wait on it).
-	// With nothing ready every item has its exclusion.
+	// A starved backlog: nothing ready and pending work with no path to
+	// ready. The backlog is moving only while an in-flight item is a
+	// (transitive) blocker of a pending item that is not itself in flight:
+	// something unrelated in flight does not mute the alarm. With nothing
+	// ready every item has its exclusion.
 	if len(ready) == 0 {
 		var pend []string
-		moving := false
+		var waiting []int32 // pending and not in flight
 		for i := range int32(n) {
 			r := excluded[exclusion[i]-1]
-			if r.Reason == ExHeld || r.Reason == ExLapsed {
-				moving = true
-			}
 			if x.es[i].pending() {
 				pend = append(pend, fmt.Sprintf("%s waits on %s (%s)", x.es[i].id, r.Reason, r.Detail))
+				if !x.es[i].claim.InFlight() {
+					waiting = append(waiting, i)
+				}
 			}
 		}
-		if len(pend) > 0 && !moving {
+		busy := func(i int32) bool { return excluded[exclusion[i]-1].Reason == ExResourceBusy }
+		if len(waiting) > 0 && !x.movingFor(waiting, busy) {
 			slices.SortFunc(pend, func(a, b string) int { return compareIDs(ItemID(firstWord(a)), ItemID(firstWord(b))) })
 			d := fmt.Sprintf("the ready set is empty while %d items are pending (a cycle or a stall): %s", len(pend), strings.Join(pend, "; "))
 			ds.add("ready-empty-pending", "", 0, d)
@@ -321,6 +330,57 @@ func ComputeReady(s Snapshot) Result {
 		alarms = []string{}
 	}
 	return Result{Ready: ready, Excluded: excluded, Defects: ds.sorted(), Alarms: alarms}
+}
+
+// movingFor says whether an in-flight item (held or lapsed) is a transitive
+// blocker of any of the items: reached through unsatisfied blockedBy
+// edges, an integration item's unfinished or in-flight members, a member's
+// in-flight integration item, or, for an item excluded as resource-busy,
+// an in-flight holder of its resource: the one thing whose end can make a
+// starved backlog ready without a human.
+func (x *index) movingFor(start []int32, busy func(int32) bool) bool {
+	seen := make([]bool, len(x.es))
+	stack := slices.Clone(start)
+	for _, i := range start {
+		seen[i] = true
+	}
+	push := func(j int32) bool {
+		if x.es[j].claim.InFlight() {
+			return true
+		}
+		if !seen[j] {
+			seen[j] = true
+			stack = append(stack, j)
+		}
+		return false
+	}
+	for len(stack) > 0 {
+		i := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, d := range x.depsOf(i) {
+			if d.ti >= 0 && d.v != EdgeSatisfied && push(d.ti) {
+				return true
+			}
+		}
+		w, _, _ := x.groupWait(i)
+		h, _ := x.integrationHolders(i)
+		for _, j := range slices.Concat(w, h) {
+			if push(j) {
+				return true
+			}
+		}
+		if !busy(i) {
+			continue
+		}
+		for _, r := range x.es[i].resources() {
+			for _, j := range x.resUsers[r] {
+				if j != i && push(j) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // claimKey is a ready item's place in claim order (step 6): priority, then
@@ -345,6 +405,20 @@ func (x *index) itemDefects(i int32, ds *defects) (unrouted bool) {
 	for _, dp := range x.depsOf(i) {
 		if code, d, ok := x.edgeDefect(e.id, dp); ok {
 			ds.add(code, e.id, x.target(dp).Number(), d)
+		}
+	}
+	if e.hasPartOf {
+		var seenE []string
+		for _, l := range e.c.Item.Links {
+			if l.Rel != PartOf || ItemID(l.Target) == e.id || slices.Contains(seenE, l.Target) {
+				continue
+			}
+			seenE = append(seenE, l.Target)
+			if ei, ok := x.ids.get(ItemID(l.Target)); ok {
+				if d, bad := EpicBaseMismatch(e.c.Item, x.es[ei].c.Item, x.s.DefaultBranch); bad {
+					ds.add(CodeEpicBaseMismatch, e.id, ItemID(l.Target).Number(), d)
+				}
+			}
 		}
 	}
 	if !e.pending() {
@@ -441,7 +515,9 @@ func (x *index) names(is []int32) string {
 //   - for each grouping it integrates, that grouping's members: the items
 //     partOf it and any other item integrating it;
 //   - the epics it is partOf (their threshold:N tag sets its poison threshold);
-//   - every item in flight (held or lapsed), for resource collisions.
+//   - every item in flight (held or lapsed), for resource collisions and
+//     integration quiescence (an in-flight item integrating an epic the
+//     candidate is partOf excludes it: integration-in-flight).
 //
 // Given those, the answer is the one ComputeReady gives for the item over the
 // whole repository. The exclusion is returned when not claimable. A lapsed

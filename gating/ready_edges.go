@@ -128,10 +128,13 @@ func (x *index) edgeDefect(dependent ItemID, d dep) (code, detail string, ok boo
 // groupWait lists the members item i, as an integration item, waits on: every
 // other member of each grouping it integrates (the items partOf it, and any
 // other item integrating it) must be complete and none may be in flight.
-func (x *index) groupWait(i int32) (waits []int32, detail string) {
+// flying says that at least one of them is in flight (integration-in-flight:
+// the integration item's claim is exclusive over its grouping, so it waits
+// for every member's claim to end, whenever that member joined).
+func (x *index) groupWait(i int32) (waits []int32, detail string, flying bool) {
 	e := &x.es[i]
 	if !e.hasIntegrates {
-		return nil, ""
+		return nil, "", false
 	}
 	x.readGroupings()
 	var parts []string
@@ -154,6 +157,7 @@ func (x *index) groupWait(i int32) (waits []int32, detail string) {
 			switch {
 			case me.claim.InFlight():
 				named = append(named, fmt.Sprintf("%s (in flight: %s by %s)", me.id, me.claim, me.c.Claim.Owner))
+				flying = true
 			case me.st != stComplete:
 				named = append(named, fmt.Sprintf("%s (%s)", me.id, me.describe()))
 			default:
@@ -166,7 +170,47 @@ func (x *index) groupWait(i int32) (waits []int32, detail string) {
 		}
 	}
 	if len(parts) == 0 {
+		return nil, "", false
+	}
+	return waits, strings.Join(parts, "; ") + ": the integration item is claimable only when every other member is complete and none is in flight", flying
+}
+
+// integrationHolders lists the in-flight items (held or lapsed) that
+// integrate a grouping item i is partOf, other than i itself, in number
+// order, and words the integration-in-flight exclusion ("" when none): while
+// a grouping's integration item is in flight its members are quiesced, and
+// none may be claimed, a member added after that claim included.
+func (x *index) integrationHolders(i int32) (holders []int32, detail string) {
+	e := &x.es[i]
+	if !e.hasPartOf {
 		return nil, ""
 	}
-	return waits, strings.Join(parts, "; ") + ": the integration item is claimable only when every other member is complete and none is in flight"
+	x.readGroupings()
+	var parts []string
+	var seenE []string
+	for _, l := range e.c.Item.Links {
+		if l.Rel != PartOf || ItemID(l.Target) == e.id || slices.Contains(seenE, l.Target) {
+			continue
+		}
+		seenE = append(seenE, l.Target)
+		var flying []int32 // rare: sorted only when there is one
+		for _, j := range x.integBy[ItemID(l.Target)] {
+			if j != i && x.es[j].claim.InFlight() {
+				flying = append(flying, j)
+			}
+		}
+		slices.SortFunc(flying, x.compare)
+		for _, j := range flying {
+			je := &x.es[j]
+			parts = append(parts, fmt.Sprintf("%s integrates %s and is in flight (%s by %s, fence %d)", je.id, l.Target, je.claim, je.c.Claim.Owner, je.c.Claim.Fence))
+			if !slices.Contains(holders, j) {
+				holders = append(holders, j)
+			}
+		}
+	}
+	if len(parts) == 0 {
+		return nil, ""
+	}
+	slices.SortFunc(holders, x.compare)
+	return holders, strings.Join(parts, "; ") + ": the grouping is quiesced while its integration item is in flight; no member is claimed until that claim ends"
 }

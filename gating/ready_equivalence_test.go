@@ -56,7 +56,7 @@ func TestReadyMatchesFrozenReference(t *testing.T) {
 		"ex:" + ExAwaitingAdmission, "ex:" + ExItemLabelRemoved, "ex:" + ExParked, "ex:" + ExPoisoned, "ex:" + ExGrouping,
 		"ex:" + ExBlocked, "ex:" + ExStalled, "ex:" + ExInvalid, "ex:" + ExUnknownState, "ex:" + ExCollisionHold,
 		"ex:" + ExResourceBusy, "ex:" + ExLapsed, "ex:" + ExComplete, "ex:" + ExHeld, "ex:" + ExForeignRegion,
-		"ex:" + ExMalformed, "ex:" + ExMergedNotComplete} {
+		"ex:" + ExMalformed, "ex:" + ExMergedNotComplete, "ex:" + ExIntegrationInFlight} {
 		if stats[k] == 0 {
 			t.Errorf("the corpus never reaches %s: %v", k, stats)
 		}

@@ -85,8 +85,14 @@ func (x *refIndex) exclusionOf(i int32, edges []refEdge, claimant *string) (reas
 	case EdgeWaiting:
 		return ExBlocked, refEdgeDetail(edges)
 	}
-	if w, d := x.groupWait(i); len(w) > 0 {
+	if w, d, flying := x.groupWait(i); len(w) > 0 {
+		if flying {
+			return ExIntegrationInFlight, d
+		}
 		return ExBlocked, d
+	}
+	if _, d := x.integrationHolders(i); d != "" {
+		return ExIntegrationInFlight, d
 	}
 	// Step 5: admission.
 	if why, _ := refAdmission(e.c); why != "" {
@@ -171,6 +177,19 @@ func refComputeReady(s Snapshot) Result {
 				ds.add(code, e.id, refIDNumber(edges[i][k].target), d)
 			}
 		}
+		// Deliberate change: a member's base is its epic's (epic-base-mismatch).
+		var seenE []string
+		for _, l := range e.c.Item.Links {
+			if l.Rel != PartOf || ItemID(l.Target) == e.id || slices.Contains(seenE, l.Target) {
+				continue
+			}
+			seenE = append(seenE, l.Target)
+			if ei, ok := x.byID[ItemID(l.Target)]; ok {
+				if d, bad := EpicBaseMismatch(e.c.Item, x.es[ei].c.Item, x.s.DefaultBranch); bad {
+					ds.add(CodeEpicBaseMismatch, e.id, refIDNumber(ItemID(l.Target)), d)
+				}
+			}
+		}
 		if !e.pending() {
 			continue
 		}
@@ -236,18 +255,20 @@ func refComputeReady(s Snapshot) Result {
 
 	// A starved backlog: nothing ready, nothing in flight, work pending. While
 	// anything is in flight the backlog is moving (its dependents wait on it).
+	// Deliberate change: only an in-flight (transitive) blocker of a pending
+	// item not itself in flight mutes the alarm.
 	if len(ready) == 0 {
 		var pend []string
-		moving := false
+		var waiting []int32
 		for i := range int32(n) {
-			if reasons[i].Reason == ExHeld || reasons[i].Reason == ExLapsed {
-				moving = true
-			}
 			if x.es[i].pending() {
 				pend = append(pend, fmt.Sprintf("%s waits on %s (%s)", x.es[i].id, reasons[i].Reason, reasons[i].Detail))
+				if !x.es[i].claim.InFlight() {
+					waiting = append(waiting, i)
+				}
 			}
 		}
-		if len(pend) > 0 && !moving {
+		if len(waiting) > 0 && !x.movingFor(waiting, edges, reasons) {
 			slices.SortFunc(pend, func(a, b string) int { return refCompareIDs(ItemID(refFirstWord(a)), ItemID(refFirstWord(b))) })
 			d := fmt.Sprintf("the ready set is empty while %d items are pending (a cycle or a stall): %s", len(pend), strings.Join(pend, "; "))
 			ds.add("ready-empty-pending", "", 0, d)
@@ -268,6 +289,46 @@ func refComputeReady(s Snapshot) Result {
 		alarms = []string{}
 	}
 	return Result{Ready: ready, Excluded: excluded, Defects: ds.sorted(), Alarms: alarms}
+}
+
+// movingFor follows the deliberate change of the starvation alarm.
+func (x *refIndex) movingFor(start []int32, edges [][]refEdge, reasons []Exclusion) bool {
+	seen := map[int32]bool{}
+	var stack []int32
+	for _, i := range start {
+		seen[i] = true
+		stack = append(stack, i)
+	}
+	for len(stack) > 0 {
+		i := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		var next []int32
+		for _, ed := range edges[i] {
+			if ed.ti >= 0 && ed.v != EdgeSatisfied {
+				next = append(next, ed.ti)
+			}
+		}
+		w, _, _ := x.groupWait(i)
+		h, _ := x.integrationHolders(i)
+		next = append(append(next, w...), h...)
+		for _, r := range x.es[i].resources {
+			for _, j := range x.resUsers[r] {
+				if j != i && reasons[i].Reason == ExResourceBusy {
+					next = append(next, j)
+				}
+			}
+		}
+		for _, j := range next {
+			if x.es[j].claim.InFlight() {
+				return true
+			}
+			if !seen[j] {
+				seen[j] = true
+				stack = append(stack, j)
+			}
+		}
+	}
+	return false
 }
 
 func refFirstWord(s string) string {

@@ -277,7 +277,7 @@ func refBuildReport(s Snapshot, r Result) Report {
 	}
 	blocked := make(map[ItemID]bool)
 	for _, e := range r.Excluded {
-		if e.Reason == ExBlocked || e.Reason == ExInvalid {
+		if e.Reason == ExBlocked || e.Reason == ExInvalid || e.Reason == ExIntegrationInFlight {
 			blocked[e.Item] = true
 		}
 	}
@@ -344,8 +344,12 @@ func refBuildReport(s Snapshot, r Result) Report {
 				}
 			}
 			if len(on) == 0 {
-				w, _ := x.groupWait(i)
+				w, _, _ := x.groupWait(i)
 				for _, m := range w {
+					on = append(on, x.es[m].id)
+				}
+				h, _ := x.integrationHolders(i)
+				for _, m := range h {
 					on = append(on, x.es[m].id)
 				}
 			}

@@ -442,7 +442,7 @@ func (x *refIndex) edgeDefect(dep ItemID, ed *refEdge) (code, detail string, ok 
 // groupWait lists the members item i, as an integration item, waits on: every
 // other member of each grouping it integrates (the items partOf it, and any
 // other item integrating it) must be complete and none may be in flight.
-func (x *refIndex) groupWait(i int32) (waits []int32, detail string) {
+func (x *refIndex) groupWait(i int32) (waits []int32, detail string, flying bool) {
 	e := &x.es[i]
 	var parts []string
 	var seenE []string
@@ -464,6 +464,7 @@ func (x *refIndex) groupWait(i int32) (waits []int32, detail string) {
 			switch {
 			case me.claim.InFlight():
 				named = append(named, fmt.Sprintf("%s (in flight: %s by %s)", me.id, me.claim, me.c.Claim.Owner))
+				flying = true
 			case me.st != refStComplete:
 				named = append(named, fmt.Sprintf("%s (%s)", me.id, me.describe()))
 			default:
@@ -476,9 +477,42 @@ func (x *refIndex) groupWait(i int32) (waits []int32, detail string) {
 		}
 	}
 	if len(parts) == 0 {
+		return nil, "", false
+	}
+	return waits, strings.Join(parts, "; ") + ": the integration item is claimable only when every other member is complete and none is in flight", flying
+}
+
+// integrationHolders follows the deliberate change of integration-in-flight
+// (the grouping quiesced while its integration item is in flight).
+func (x *refIndex) integrationHolders(i int32) (holders []int32, detail string) {
+	e := &x.es[i]
+	var parts []string
+	var seenE []string
+	for _, l := range e.c.Item.Links {
+		if l.Rel != PartOf || ItemID(l.Target) == e.id || slices.Contains(seenE, l.Target) {
+			continue
+		}
+		seenE = append(seenE, l.Target)
+		var flying []int32 // rare: sorted only when there is one
+		for _, j := range x.integBy[ItemID(l.Target)] {
+			if j != i && x.es[j].claim.InFlight() {
+				flying = append(flying, j)
+			}
+		}
+		slices.SortFunc(flying, func(a, b int32) int { return refCompareIDs(x.es[a].id, x.es[b].id) })
+		for _, j := range flying {
+			je := &x.es[j]
+			parts = append(parts, fmt.Sprintf("%s integrates %s and is in flight (%s by %s, fence %d)", je.id, l.Target, je.claim, je.c.Claim.Owner, je.c.Claim.Fence))
+			if !slices.Contains(holders, j) {
+				holders = append(holders, j)
+			}
+		}
+	}
+	if len(parts) == 0 {
 		return nil, ""
 	}
-	return waits, strings.Join(parts, "; ") + ": the integration item is claimable only when every other member is complete and none is in flight"
+	slices.SortFunc(holders, func(a, b int32) int { return refCompareIDs(x.es[a].id, x.es[b].id) })
+	return holders, strings.Join(parts, "; ") + ": the grouping is quiesced while its integration item is in flight; no member is claimed until that claim ends"
 }
 
 // threshold is the poison threshold for item i: the smallest threshold:N on

@@ -502,7 +502,7 @@ func TestReadyGroupings(t *testing.T) {
 	t.Run("the integration item waits until no member is in flight", func(t *testing.T) {
 		s := snap(epic, mk(2, member(1), complete(), held("w/2")), mk(3, member(1), complete()), mk(5, member(1), integrates(1)))
 		r := ComputeReady(s)
-		wantExcluded(t, "integration", r, 5, ExBlocked, "issue-2 (in flight: held by w/2)")
+		wantExcluded(t, "integration", r, 5, ExIntegrationInFlight, "issue-2 (in flight: held by w/2)")
 		s.Items[1].Claim.Released = 5
 		if r := ComputeReady(s); !isReady(r, 5) {
 			t.Errorf("not ready once the member released: %+v", r.Excluded)

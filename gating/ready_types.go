@@ -93,6 +93,11 @@ const (
 	// offering finished work costs a session. The code is also the
 	// divergence's.
 	ExMergedNotComplete = "merged-not-complete"
+	// ExIntegrationInFlight: the integration item of a grouping the item is
+	// partOf is in flight (held or lapsed), so the grouping is quiesced; or,
+	// for the integration item, a member of its grouping is in flight. The
+	// integration item's claim is exclusive over its grouping, both ways.
+	ExIntegrationInFlight = "integration-in-flight"
 )
 
 // CodeUnroutedRegion is the defect (and alarm) of a pending item whose

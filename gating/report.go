@@ -133,7 +133,7 @@ func BuildReport(s Snapshot, r Result) Report {
 	blocked := make([]bool, len(x.es)) // excluded as blocked or invalid
 	nBlocked := 0
 	for _, e := range r.Excluded {
-		if e.Reason == ExBlocked || e.Reason == ExInvalid {
+		if e.Reason == ExBlocked || e.Reason == ExInvalid || e.Reason == ExIntegrationInFlight {
 			if i, ok := x.ids.get(e.Item); ok {
 				blocked[i] = true
 				nBlocked++
@@ -205,8 +205,12 @@ func BuildReport(s Snapshot, r Result) Report {
 				on = append(on, x.target(ed))
 			}
 			if len(on) == 0 {
-				w, _ := x.groupWait(i)
+				w, _, _ := x.groupWait(i)
 				for _, m := range w {
+					on = append(on, x.es[m].id)
+				}
+				h, _ := x.integrationHolders(i)
+				for _, m := range h {
 					on = append(on, x.es[m].id)
 				}
 				slices.SortFunc(on, compareIDs)

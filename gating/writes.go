@@ -136,13 +136,111 @@ func CheckWrite(w Write) *Refusal {
 	if r := checkNewLinks(w, newLinks); r != nil {
 		return r
 	}
+	// Research is a leaf: a research grouping never informs another.
+	if r := checkResearchNested(w, a, newLinks); r != nil {
+		return r
+	}
 	// An epic's member never targets the default branch.
 	if len(a.Targets(PartOf)) > 0 {
 		if bb, _ := a.Tag("baseBranch"); bb == w.DefaultBranch && w.DefaultBranch != "" {
 			return refuse("epic-child-on-main", "%s is partOf %s but its baseBranch:%s is the default branch; a member targets its epic's branch", a.ID, strings.Join(a.Targets(PartOf), ", "), bb)
 		}
+		// A member's base is its epic's (branch inheritance).
+		if w.Lookup != nil {
+			for _, ep := range a.Targets(PartOf) {
+				if epic, ok := w.Lookup(ItemID(ep)); ok && epic != nil {
+					if d, bad := EpicBaseMismatch(a, epic, w.DefaultBranch); bad {
+						r := refuse(CodeEpicBaseMismatch, "%s", d)
+						r.Rejected = []string{ep}
+						return r
+					}
+				}
+			}
+		}
 	}
 	return nil
+}
+
+// CodeResearchNested is the refusal of an informs edge from a research
+// grouping to another research grouping (CONTRACT.md §11): a research
+// grouping is a leaf phase; whatever it emits is an implementation grouping.
+const CodeResearchNested = "research-nested"
+
+// researchSide says whether it belongs to a research grouping: it carries
+// phase:research, or it is partOf or integrates an item that does (the
+// epic of a research grouping, or its design-integration item's).
+func researchSide(it *Item, lookup func(ItemID) (*Item, bool)) (bool, string) {
+	if v, _ := it.Tag("phase"); v == "research" {
+		return true, fmt.Sprintf("%s is phase:research", it.ID)
+	}
+	if lookup == nil {
+		return false, ""
+	}
+	for _, l := range it.Links {
+		if (l.Rel != PartOf && l.Rel != Integrates) || ItemID(l.Target) == it.ID {
+			continue
+		}
+		if g, ok := lookup(ItemID(l.Target)); ok && g != nil {
+			if v, _ := g.Tag("phase"); v == "research" {
+				return true, fmt.Sprintf("%s %s phase:research %s", it.ID, l.Rel, g.ID)
+			}
+		}
+	}
+	return false, ""
+}
+
+// checkResearchNested refuses a write that adds an informs edge from a
+// research grouping (or its design-integration item) to a research grouping.
+func checkResearchNested(w Write, a *Item, added []Link) *Refusal {
+	var src *bool
+	srcWhy := ""
+	var rejected []string
+	for _, l := range added {
+		if l.Rel != Informs || w.Lookup == nil {
+			continue
+		}
+		if src == nil {
+			r, why := researchSide(a, w.Lookup)
+			src, srcWhy = &r, why
+		}
+		if !*src {
+			return nil
+		}
+		t, ok := w.Lookup(ItemID(l.Target))
+		if !ok || t == nil {
+			continue
+		}
+		if r, why := researchSide(t, w.Lookup); r {
+			rejected = append(rejected, fmt.Sprintf("%s (%s)", l.Target, why))
+		}
+	}
+	if len(rejected) == 0 {
+		return nil
+	}
+	r := refuse(CodeResearchNested, "%s informs a research grouping, but %s: a research grouping is a leaf and never gets a research grouping of its own; what it emits is an implementation grouping (rejected %s)",
+		a.ID, srcWhy, strings.Join(rejected, ", "))
+	r.Rejected = rejected
+	return r
+}
+
+// CodeEpicBaseMismatch is the refusal and defect of an item partOf an epic
+// whose baseBranch: differs from the epic's (CONTRACT.md §11): every
+// sub-item inherits its epic's branch as its own baseBranch:.
+const CodeEpicBaseMismatch = "epic-base-mismatch"
+
+// EpicBaseMismatch says whether member, partOf epic, carries a baseBranch:
+// other than the epic's, and words the finding. A member on the default
+// branch is epic-child-on-main instead, and an item or epic without a
+// baseBranch: value is a tag problem (missing-mandatory-tag), so neither is
+// reported here.
+func EpicBaseMismatch(member, epic *Item, defaultBranch string) (string, bool) {
+	mb, _ := member.Tag("baseBranch")
+	eb, _ := epic.Tag("baseBranch")
+	if mb == "" || eb == "" || mb == eb || mb == defaultBranch && defaultBranch != "" {
+		return "", false
+	}
+	return fmt.Sprintf("%s is partOf %s but its baseBranch:%s differs from the epic's baseBranch:%s: a member inherits its epic's branch (retag it baseBranch:%s)",
+		member.ID, epic.ID, mb, eb, eb), true
 }
 
 // Diff returns the elements of after that are not in before, and those of

@@ -123,8 +123,8 @@ func testClaimReadiness(t *testing.T, setup func(t *testing.T) *env) {
 		e.wantNotReady(10, "pm/a", gating.ExGrouping)
 		e.wantNotReady(13, "pm/a", gating.ExBlocked) // its members are live
 		e.complete(11)
-		r := e.claim(12, "pm/b", 60) // in flight
-		e.wantNotReady(13, "pm/a", gating.ExBlocked)
+		r := e.claim(12, "pm/b", 60)                             // in flight
+		e.wantNotReady(13, "pm/a", gating.ExIntegrationInFlight) // a member is held
 		if _, err := e.l.Update(e.ctx, e.repo, "issue-12", Patch{AddTags: []string{"state:complete"}, FencingToken: r.FencingToken}, pm,
 			WriteOptions{CompletionProven: true}); err != nil {
 			t.Fatal(err)

@@ -187,7 +187,7 @@ func TestClaimSnapshotAgreesWithTheReadySet(t *testing.T) {
 		why[x.Item] = x.Reason
 	}
 	want := map[gating.ItemID]string{"issue-1": "", "issue-2": gating.ExBlocked, "issue-3": gating.ExComplete, "issue-4": "",
-		"issue-10": gating.ExGrouping, "issue-11": gating.ExPoisoned, "issue-12": gating.ExHeld, "issue-13": gating.ExBlocked,
+		"issue-10": gating.ExGrouping, "issue-11": gating.ExPoisoned, "issue-12": gating.ExHeld, "issue-13": gating.ExIntegrationInFlight,
 		"issue-20": gating.ExHeld, "issue-21": gating.ExResourceBusy, "issue-22": "", "issue-23": gating.ExAwaitingAdmission,
 		"issue-24": gating.ExLapsed, "issue-30": ""}
 	for id, w := range want {
