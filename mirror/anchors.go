@@ -65,12 +65,28 @@ func (m *Mirror) readAnchor(ctx context.Context, gh *github.Client, repo store.R
 	return blob, nil
 }
 
+// branchMissing reports whether branch is absent from the repository (one
+// branch read).
+func branchMissing(ctx context.Context, gh *github.Client, repo store.Repo, branch string) (bool, error) {
+	owner, name, _ := strings.Cut(repo.FullName, "/")
+	_, resp, err := gh.Repositories.GetBranch(ctx, owner, name, branch, 0)
+	if err != nil && resp != nil && resp.StatusCode == http.StatusNotFound {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read branch %s of %s: %w", branch, repo.FullName, err)
+	}
+	return false, nil
+}
+
 // AnchorsWritten follows a write of an item's anchoredTo links (the agent
-// API's PATCH): each added anchor is re-validated — read on the item's base
-// branch (one contents read), its blob SHA recorded and its stale and
-// dangling marks cleared (dangling again if nothing is there) — and each
-// removed one forgotten. A failed read leaves the anchor unrecorded (not
-// stale): the next push to the branch records it.
+// API's PATCH, and POST /items for the anchors an item is made with): each
+// added anchor is re-validated — read on the item's base branch (one
+// contents read), its blob SHA recorded and its stale and dangling marks
+// cleared (dangling and stale at once if nothing is there) — and each
+// removed one forgotten. On a base branch that does not exist yet (one
+// branch read tells) the anchor is left unrecorded, as is one whose read
+// failed (not stale): the next push to the branch records it.
 func (m *Mirror) AnchorsWritten(ctx context.Context, repo store.Repo, it store.Item, added, removed []string) error {
 	base := store.BaseOf(it.Tags, repo.DefaultBranch)
 	n := it.ID.Number()
@@ -86,6 +102,7 @@ func (m *Mirror) AnchorsWritten(ctx context.Context, repo store.Repo, it store.I
 	}
 	gh, ghErr := m.GitHub.Installation(repo.Installation)
 	var firstErr error
+	var branchGone *bool
 	for _, p := range added {
 		blob, err := "", ghErr
 		if err == nil {
@@ -99,6 +116,25 @@ func (m *Mirror) AnchorsWritten(ctx context.Context, repo store.Repo, it store.I
 				return derr
 			}
 			continue
+		}
+		if blob == "" {
+			if branchGone == nil {
+				gone, err := branchMissing(ctx, gh, repo, base)
+				if err != nil && firstErr == nil {
+					firstErr = err
+				}
+				gone = gone || err != nil
+				branchGone = &gone
+			}
+			if *branchGone {
+				// The base branch does not exist yet (an epic's branch not
+				// pushed): nothing can be judged; the first push to it
+				// records the anchor.
+				if err := m.Ledger.DropAnchor(ctx, repo.ID, n, p); err != nil {
+					return err
+				}
+				continue
+			}
 		}
 		st := store.AnchorState{Number: n, Path: p, BaseBranch: base, BlobSHA: blob, ValidatedCommit: base, ValidatedAt: m.now()}
 		if blob == "" {

@@ -129,3 +129,28 @@ func (m *Mirror) AfterUpdate(ctx context.Context, repo store.Repo, before, after
 		m.Log.Warn("after an API write", "repo", repo.FullName, "item", after.ID, "err", err)
 	}
 }
+
+// AfterPark follows a park an API write made with its question (a worker's
+// park must carry one): the park is recorded, at the writer's fence, with
+// its route and question, then finished like warden's own parks — the
+// parked label, then the park comment naming the question. A failure
+// leaves the record for the timer pass (Sweep) to finish.
+func (m *Mirror) AfterPark(ctx context.Context, repo store.Repo, it store.Item, fence int64, actor store.Actor, question string) {
+	n := it.ID.Number()
+	snap := it.Snapshot()
+	owner, _ := snap.Tag("ruling-owner")
+	topic, _ := snap.Tag("ruling-topic")
+	rec := &store.ParkRecord{Fence: fence, RulingOwner: owner, RulingTopic: topic, Question: question, Stage: store.ParkTagged, At: m.now()}
+	err := func() error {
+		if err := m.Acts.PutParkRecord(ctx, repo.ID, n, *rec); err != nil {
+			return err
+		}
+		if err := m.Acts.CloseLabelFinding(ctx, repo.ID, n, CodeParkLabelWithoutTag); err != nil {
+			return err
+		}
+		return m.finishPark(ctx, repo, m.settings(ctx, repo), n, rec)
+	}()
+	if err != nil {
+		m.Log.Warn("after an API park: the park comment was not posted yet", "repo", repo.FullName, "item", it.ID, "by", actor.Name, "err", err)
+	}
+}

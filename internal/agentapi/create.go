@@ -424,6 +424,9 @@ func (h *handler) createItem(w http.ResponseWriter, r *http.Request) {
 		h.failErr(w, r, err)
 		return
 	}
+	if status == http.StatusCreated {
+		h.anchorsCreated(ctx, repo, it)
+	}
 	h.recent.put(key, recentEntry{number: issue.Number, url: issue.URL, fingerprint: fp})
 	w.Header().Set("Location", strings.TrimSuffix(r.URL.Path, "/")+"/"+string(it.ID))
 	writeJSON(w, status, CreateResult{ItemView: ViewOf(it), Issue: IssueRef{Number: issue.Number, URL: issue.URL}, Outcome: outcome})
@@ -594,6 +597,7 @@ func (h *handler) adoptItem(w http.ResponseWriter, r *http.Request) {
 		h.failErr(w, r, err)
 		return
 	}
+	h.anchorsCreated(ctx, repo, it)
 	w.Header().Set("Location", strings.TrimSuffix(r.URL.Path, "/adopt")+"/"+string(it.ID))
 	writeJSON(w, http.StatusCreated, CreateResult{ItemView: ViewOf(it), Issue: IssueRef{Number: number, URL: issue.URL}, Outcome: OutcomeAdopted})
 }
@@ -613,4 +617,20 @@ func (h *handler) recordAdmission(ctx context.Context, repo store.Repo, number i
 		adm.Spec = gating.SpecState{Digest: gating.SpecDigest(issue.Title, issue.Body), At: issue.UpdatedAt}
 	}
 	return h.opt.Admissions.RecordAdmission(ctx, repo.ID, number, adm)
+}
+
+// anchorsCreated checks the anchoredTo links an item was made with as a
+// PATCH that adds them does (AnchorWriter): each is read on the item's base
+// branch at once, so an anchor at nothing reads dangling and stale from the
+// first recall, not only after the next push.
+func (h *handler) anchorsCreated(ctx context.Context, repo store.Repo, it store.Item) {
+	aw, ok := h.opt.Writes.(AnchorWriter)
+	if !ok {
+		return
+	}
+	if added := anchorTargets(it.Links); len(added) > 0 {
+		if err := aw.AnchorsWritten(context.WithoutCancel(ctx), repo, it, added, nil); err != nil {
+			h.log.Warn("anchors: the anchoredTo links of a new item were not validated", "repo", repo.FullName, "item", it.ID, "err", err)
+		}
+	}
 }

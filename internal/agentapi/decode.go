@@ -165,6 +165,15 @@ func (h *handler) normalizeLinks(field string, repo store.Repo, in []linkIn) ([]
 				return nil, invalid(f+".target", "anchoredTo %q is not a repository-relative file path", t)
 			}
 		case gating.Claims:
+			if field != "removeLinks" {
+				// The protocol keeps claims on a per-run worker record: on a
+				// long-lived item its dots grow without bound, and exclusion
+				// comes from the fenced claim, not from an edge.
+				p := problem(http.StatusUnprocessableEntity, gating.CodeClaimsOnItem,
+					"%s: a claims link is refused on an item: claims belongs on a short-lived per-run worker record (this run asserts ownership of the item), never on the item; take the item with POST /items/{id}/claim, whose fenced claim is the exclusion", f)
+				p.Field = f + ".rel"
+				return nil, p
+			}
 			if t == "" || len(t) > 300 {
 				return nil, invalid(f+".target", "a claims link target must be 1 to 300 characters")
 			}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 
@@ -198,6 +199,10 @@ type patchRequest struct {
 	AddLinks     []linkIn `json:"addLinks"`
 	RemoveLinks  []linkIn `json:"removeLinks"`
 	FencingToken *int64   `json:"fencingToken"`
+	// Question is what a park (addTags state:parked) asks its ruling owner:
+	// required of a worker's park, optional for a pm's or human's; warden
+	// posts it in the park comment on the item's issue.
+	Question *string `json:"question"`
 }
 
 func (h *handler) patchItem(w http.ResponseWriter, r *http.Request) {
@@ -241,6 +246,13 @@ func (h *handler) patchItem(w http.ResponseWriter, r *http.Request) {
 	if prob == nil {
 		prob = checkToken("fencingToken", req.FencingToken, false)
 	}
+	if prob == nil && req.Question != nil {
+		if !containsStr(req.AddTags, "state:parked") {
+			prob = invalid("question", "question is the question a park asks its ruling owner: give it only with addTags state:parked")
+		} else {
+			prob = checkText("question", *req.Question, 0, gating.MaxParkQuestion)
+		}
+	}
 	if prob == nil && req.Title == nil && req.Body == nil && req.Author == nil && req.Provenance == nil &&
 		len(req.AddTags) == 0 && len(req.RemoveTags) == 0 && len(p.AddLinks) == 0 && len(p.RemoveLinks) == 0 {
 		prob = invalid("", "the patch changes nothing: give at least one of title, body, author, provenance, addTags, removeTags, addLinks, removeLinks")
@@ -253,6 +265,29 @@ func (h *handler) patchItem(w http.ResponseWriter, r *http.Request) {
 	if ref := gating.CheckEdgeEdits(actor.Role, id, p.AddLinks, p.RemoveLinks); ref != nil {
 		h.failErr(w, r, ref)
 		return
+	}
+	question := ""
+	if req.Question != nil {
+		question = strings.TrimSpace(*req.Question)
+	}
+	parking := containsStr(req.AddTags, "state:parked")
+	var parkedBefore bool
+	if parking {
+		before, err := h.ledger.Get(ctx, repo.ID, id)
+		if err != nil {
+			h.failErr(w, r, err)
+			return
+		}
+		parkedBefore = before.HasTag("state:parked")
+		after := applyTags(before.Tags, req.AddTags, req.RemoveTags)
+		if ref := gating.CheckParkNamed(actor.Role, id, before.Tags, after, question); ref != nil {
+			p := toProblem(ref)
+			if containsStr(ref.Rejected, "question") {
+				p.Field = "question"
+			}
+			h.fail(w, r, p)
+			return
+		}
 	}
 	var opts store.WriteOptions
 	if containsStr(req.AddTags, "state:complete") {
@@ -281,6 +316,13 @@ func (h *handler) patchItem(w http.ResponseWriter, r *http.Request) {
 		h.failWrite(w, r, err, req.FencingToken, patchFenced(req))
 		return
 	}
+	if po, ok := h.opt.Writes.(ParkObserver); ok && parking && !parkedBefore && question != "" && it.HasTag("state:parked") {
+		var fence int64
+		if req.FencingToken != nil {
+			fence = *req.FencingToken
+		}
+		po.AfterPark(context.WithoutCancel(ctx), repo, it, fence, actor, question)
+	}
 	if h.opt.Writes != nil {
 		h.opt.Writes.AfterUpdate(context.WithoutCancel(ctx), repo, before, it, actor)
 	}
@@ -293,6 +335,13 @@ func (h *handler) patchItem(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, ViewOf(it))
+}
+
+// ParkObserver hears of a park a PATCH wrote with its question
+// (*mirror.Mirror): warden records the park and posts the park comment
+// naming the question, as it does for its own parks.
+type ParkObserver interface {
+	AfterPark(ctx context.Context, repo store.Repo, it store.Item, fence int64, actor store.Actor, question string)
 }
 
 // patchFenced names what of a patch the ledger writes only under the

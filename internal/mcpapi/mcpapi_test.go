@@ -109,15 +109,17 @@ func discard() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, ni
 // fakeAPI stands in for the agent API: it records each request and answers
 // from a table.
 type fakeAPI struct {
-	mu   sync.Mutex
-	seen []string // "METHOD path Authorization"
+	mu     sync.Mutex
+	seen   []string // "METHOD path Authorization"
+	bodies []string // the request bodies, in the same order
 }
 
 func (f *fakeAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
 	f.mu.Lock()
 	f.seen = append(f.seen, r.Method+" "+r.URL.Path+" "+r.Header.Get("Authorization"))
+	f.bodies = append(f.bodies, string(body))
 	f.mu.Unlock()
-	body, _ := io.ReadAll(r.Body)
 	switch {
 	case r.Method == http.MethodPost && r.URL.Path == "/repos/acme/app/items/issue-1/claim":
 		var req map[string]any
@@ -188,7 +190,8 @@ func TestMCPToolsCallTheAgentAPI(t *testing.T) {
 		t.Errorf("claim answer %v", m)
 	}
 	res, err = s.CallTool(ctx, &mcp.CallToolParams{Name: "repocontext_update", Arguments: map[string]any{
-		"key": "repo/app/mem/backlog/issue-1", "fencingToken": 40, "fields": map[string]any{"body": "x"}}})
+		"key": "repo/app/mem/backlog/issue-1", "fencingToken": 40, "fields": map[string]any{"body": "x"},
+		"addTags": []string{"state:parked"}, "question": "which way?"}})
 	if err != nil || !res.IsError {
 		t.Fatalf("a refused update: %v %+v", err, res)
 	}
@@ -209,5 +212,9 @@ func TestMCPToolsCallTheAgentAPI(t *testing.T) {
 		if api.seen[i] != want[i] {
 			t.Errorf("agent API request %d: %q, want %q", i, api.seen[i], want[i])
 		}
+	}
+	// A park's question reaches the API (a worker's park needs one).
+	if !strings.Contains(api.bodies[1], `"question":"which way?"`) || !strings.Contains(api.bodies[1], `"addTags":["state:parked"]`) {
+		t.Errorf("PATCH body %s, want the park's tag and question", api.bodies[1])
 	}
 }

@@ -54,6 +54,7 @@ type updateIn struct {
 	AddLinks     map[string][]string `json:"addLinks,omitempty" jsonschema:"edges to add: relation to target keys"`
 	RemoveLinks  map[string][]string `json:"removeLinks,omitempty" jsonschema:"edges to remove: relation to target keys"`
 	FencingToken *int64              `json:"fencingToken,omitempty" jsonschema:"the fencing token of your claim: required while the item is claimed"`
+	Question     *string             `json:"question,omitempty" jsonschema:"with addTags state:parked: the question the park asks its ruling owner (a worker's park needs it); warden posts it in the park comment"`
 }
 
 type forgetIn struct {

@@ -247,6 +247,9 @@ func (s *service) update(ctx context.Context, req *mcp.CallToolRequest, in updat
 	if in.FencingToken != nil {
 		patch["fencingToken"] = *in.FencingToken
 	}
+	if in.Question != nil {
+		patch["question"] = *in.Question
+	}
 	var after agentapi.ItemView
 	if _, p := c.call(ctx, http.MethodPatch, itemPath(id, ""), nil, patch, &after); p != nil {
 		return fail(p, k.String())
