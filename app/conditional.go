@@ -143,7 +143,8 @@ func newConditionalCache(capacity int64, reg prometheus.Registerer) (*etagCache,
 
 // registerCollector registers m, or returns the collector of the same name
 // already registered (several Apps may share a Registerer: counters then sum
-// over them, and the gauge is only ever moved by deltas).
+// over them, and gauges are moved by deltas or set to the latest reading).
+// Every metric of the access layer is registered through it.
 func registerCollector[M prometheus.Collector](reg prometheus.Registerer, m M) (M, error) {
 	if err := reg.Register(m); err != nil {
 		var are prometheus.AlreadyRegisteredError
@@ -153,7 +154,7 @@ func registerCollector[M prometheus.Collector](reg prometheus.Registerer, m M) (
 			}
 		}
 		var zero M
-		return zero, fmt.Errorf("register conditional-request metrics: %w", err)
+		return zero, fmt.Errorf("register GitHub access metrics: %w", err)
 	}
 	return m, nil
 }

@@ -440,34 +440,17 @@ func newHealthMetrics(reg prometheus.Registerer, l *layer) (healthMetrics, error
 		}, []string{"installation", "resource"}),
 	}
 	var err error
-	if m.errors, err = registerOrExisting(reg, m.errors); err != nil {
+	if m.errors, err = registerCollector(reg, m.errors); err != nil {
 		return m, err
 	}
-	if m.remaining, err = registerOrExisting(reg, m.remaining); err != nil {
+	if m.remaining, err = registerCollector(reg, m.remaining); err != nil {
 		return m, err
 	}
-	if err := reg.Register(troubleCollector{l}); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if !errors.As(err, &are) {
-			return m, fmt.Errorf("register warden_github_trouble: %w", err)
-		}
+	// Several Apps on one registry: the first one's troubles are exported.
+	if _, err := registerCollector[prometheus.Collector](reg, troubleCollector{l}); err != nil {
+		return m, err
 	}
 	return m, nil
-}
-
-// registerOrExisting registers c, or returns the collector of the same
-// name registered already (several Apps may share one registry).
-func registerOrExisting[C prometheus.Collector](reg prometheus.Registerer, c C) (C, error) {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing, nil
-			}
-		}
-		return c, fmt.Errorf("register metric: %w", err)
-	}
-	return c, nil
 }
 
 var troubleDesc = prometheus.NewDesc("warden_github_trouble",

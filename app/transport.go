@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -140,16 +139,7 @@ func newRequestsCounter(reg prometheus.Registerer) (*prometheus.CounterVec, erro
 		Name: "warden_github_requests_total",
 		Help: "Requests sent to the GitHub API, by installation (\"app\" for JWT calls), method and status (HTTP code or \"error\").",
 	}, []string{"installation", "method", "status"})
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(*prometheus.CounterVec); ok {
-				return existing, nil
-			}
-		}
-		return nil, fmt.Errorf("register warden_github_requests_total: %w", err)
-	}
-	return c, nil
+	return registerCollector(reg, c)
 }
 
 func installationLabel(inst int64) string {

@@ -18,12 +18,6 @@ type permanentError struct{ error }
 
 func (p permanentError) Unwrap() error { return p.error }
 
-// IsPermanent reports whether err was marked [Permanent].
-func IsPermanent(err error) bool {
-	var p permanentError
-	return errors.As(err, &p)
-}
-
 // Throttled marks an error caused by a GitHub rate limit that lasts until
 // until. The delivery waits for it without spending a try — a limit says
 // nothing about the delivery, so it is never dead-lettered for one — and
