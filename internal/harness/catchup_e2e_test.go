@@ -14,23 +14,8 @@ import (
 func TestE2ECatchUpRedeliversDropped(t *testing.T) {
 	t.Parallel()
 	x := newE2E(t)
-	tom := x.Person("tom", "triage")
-	id := x.create(t, PMToken, "Gated, admitted while warden was away", []string{"priority:P1"})
+	id, _ := x.loseAdmission(t)
 	n := num(t, id)
-	x.MustSettle(t)
-	if s := x.mustReady(t); s.has(id) || s.exclusion(id) != gating.ExAwaitingAdmission {
-		t.Fatalf("%s: excluded as %q, want awaiting-admission before the act", id, s.exclusion(id))
-	}
-
-	x.Sim.DropDeliveries(true)
-	if _, err := tom.RemoveLabel(x.Repo, n, lblAdmission); err != nil {
-		t.Fatal(err)
-	}
-	x.MustSettle(t)
-	x.Sim.DropDeliveries(false)
-	if s := x.mustReady(t); s.has(id) {
-		t.Fatalf("%s is ready before the catch-up: the removal was not lost", id)
-	}
 
 	res, err := x.Service.CatchUp(context.Background())
 	if err != nil {
@@ -55,4 +40,36 @@ func TestE2ECatchUpRedeliversDropped(t *testing.T) {
 		t.Errorf("#%d: the admission label came back after a triager removed it", n)
 	}
 	x.reportLacks(t, n, "agent-removed-admission", "admission-unrecorded")
+}
+
+// loseAdmission makes a gated item and has a triager admit it while warden
+// is unreachable: GitHub logs the issues.unlabeled delivery failed and
+// warden never sees it. It returns the item and the lost delivery's GUID.
+func (x *e2e) loseAdmission(t *testing.T) (id, lost string) {
+	t.Helper()
+	tom := x.Person("tom", "triage")
+	id = x.create(t, PMToken, "Gated, admitted while warden was away", []string{"priority:P1"})
+	n := num(t, id)
+	x.MustSettle(t)
+	if s := x.mustReady(t); s.has(id) || s.exclusion(id) != gating.ExAwaitingAdmission {
+		t.Fatalf("%s: excluded as %q, want awaiting-admission before the act", id, s.exclusion(id))
+	}
+	x.Sim.DropDeliveries(true)
+	if _, err := tom.RemoveLabel(x.Repo, n, lblAdmission); err != nil {
+		t.Fatal(err)
+	}
+	x.MustSettle(t)
+	x.Sim.DropDeliveries(false)
+	if s := x.mustReady(t); s.has(id) {
+		t.Fatalf("%s is ready before the catch-up: the removal was not lost", id)
+	}
+	for _, d := range x.Sim.Deliveries() {
+		if d.Event == "issues" && d.Action == "unlabeled" {
+			lost = d.GUID
+		}
+	}
+	if lost == "" {
+		t.Fatal("no issues.unlabeled delivery logged")
+	}
+	return id, lost
 }

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wardenhq/warden/gating"
 	"github.com/wardenhq/warden/internal/service"
 	"github.com/wardenhq/warden/webhooks"
 )
@@ -22,29 +21,7 @@ import (
 func TestE2ECatchUpAsksOnce(t *testing.T) {
 	t.Parallel()
 	x := newE2E(t)
-	tom := x.Person("tom", "triage")
-	id := x.create(t, PMToken, "Gated, admitted while warden was away", []string{"priority:P1"})
-	n := num(t, id)
-	x.MustSettle(t)
-	if s := x.mustReady(t); s.has(id) || s.exclusion(id) != gating.ExAwaitingAdmission {
-		t.Fatalf("%s: excluded as %q, want awaiting-admission before the act", id, s.exclusion(id))
-	}
-
-	x.Sim.DropDeliveries(true)
-	if _, err := tom.RemoveLabel(x.Repo, n, lblAdmission); err != nil {
-		t.Fatal(err)
-	}
-	x.MustSettle(t)
-	x.Sim.DropDeliveries(false)
-	var lost string
-	for _, d := range x.Sim.Deliveries() {
-		if d.Event == "issues" && d.Action == "unlabeled" {
-			lost = d.GUID
-		}
-	}
-	if lost == "" {
-		t.Fatal("no issues.unlabeled delivery logged")
-	}
+	id, lost := x.loseAdmission(t)
 
 	// GitHub accepts redeliveries from now on but sends them later.
 	x.Sim.HoldDeliveries()
