@@ -185,13 +185,7 @@ func runFault(ctx context.Context, c faultCase, quick bool) (faultRow, error) {
 		return faultRow{}, err
 	}
 	row.dead = len(dead)
-	e.Sim.Locked(func() {
-		for _, n := range r.nums {
-			if labeledOnce(e.Repo.Issues[n]) {
-				row.once++
-			}
-		}
-	})
+	row.once = countLabeledOnce(e, r.nums)
 	return row, nil
 }
 
@@ -204,6 +198,19 @@ func sentRequests(e *harness.Env) int {
 		total += c.Reads + c.Writes
 	}
 	return total
+}
+
+// countLabeledOnce is how many of the issues nums labeledOnce holds for.
+func countLabeledOnce(e *harness.Env, nums []int) int {
+	n := 0
+	e.Sim.Locked(func() {
+		for _, num := range nums {
+			if labeledOnce(e.Repo.Issues[num]) {
+				n++
+			}
+		}
+	})
+	return n
 }
 
 // labeledOnce: the issue carries the admission label, added once.
@@ -265,14 +272,7 @@ func endHung(r *faultRun) (time.Time, error) {
 	others := len(r.nums) - 10
 	deadline := time.Now().Add(10 * time.Minute)
 	for {
-		labeled := 0
-		r.e.Sim.Locked(func() {
-			for _, n := range r.nums {
-				if labeledOnce(r.e.Repo.Issues[n]) {
-					labeled++
-				}
-			}
-		})
+		labeled := countLabeledOnce(r.e, r.nums)
 		if labeled >= others {
 			r.note = fmt.Sprintf("the %d other items labelled %s after the first hang", others, time.Since(start).Round(100*time.Millisecond))
 			return time.Now(), nil
