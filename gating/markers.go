@@ -345,8 +345,8 @@ func mkrQuote(s string) string {
 
 // PriorClaim names the claim a takeover takes custody from.
 type PriorClaim struct {
-	Owner string
-	Fence int64
+	Owner string `json:"owner"`
+	Fence int64  `json:"fence"`
 }
 
 // ClaimMarker is the exact claim marker line warden posts (post_markers) for

@@ -7,9 +7,12 @@ import (
 
 // CleanReclaims lists the clean re-claims in an item's grant log, oldest
 // first (PROTOCOL.md: "reporting a clean re-claim is mandatory"): a worker's
-// re-claim of its own unreleased claim, with no maintenance claim between
-// them. The holder came back, its fence moved, custody did not change, and it
-// was no attempt (EvaluateTrail counts it the same way).
+// re-claim of its own unreleased claim. The holder came back, its fence
+// moved, custody did not change, and it was no attempt (EvaluateTrail counts
+// it the same way). A maintenance claim between them holds the item but not
+// its work, so it changes nothing here: the re-claim is listed, its fence
+// more than one past PriorFence (the worker saw its token move further than
+// its own re-claim explains, and the report says so).
 func CleanReclaims(id ItemID, grants []GrantEntry) []CleanReclaim {
 	gs := append([]GrantEntry(nil), grants...)
 	sort.SliceStable(gs, func(i, j int) bool { return gs[i].Fence < gs[j].Fence })
@@ -18,7 +21,6 @@ func CleanReclaims(id ItemID, grants []GrantEntry) []CleanReclaim {
 	for i := range gs {
 		g := &gs[i]
 		if g.Maintenance {
-			prev = nil // a maintenance claim supersedes the worker's: the next claim changes custody
 			continue
 		}
 		if prev != nil && prev.ReleasedAt.IsZero() && prev.Owner == g.Owner {

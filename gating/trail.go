@@ -118,6 +118,23 @@ type AttemptLine struct {
 	At      time.Time `json:"at,omitzero"`       // the grant (or, before the ledger, the marker's created_at)
 	Outcome string    `json:"outcome"`           // complete, released, parked, or what became of it in words
 	InEpoch bool      `json:"inEpoch,omitempty"` // counted in the current epoch
+	// Prior is, for a takeover, the unclosed claim custody was taken from
+	// (across maintenance claims: the last worker's); nil otherwise.
+	Prior *PriorClaim `json:"prior,omitempty"`
+}
+
+// Custody says what the grant with fence is in the trail: an attempt (a
+// custody change of the work, which a claim marker announces) or not (a
+// same-owner re-claim, a maintenance claim, or no such record), and for a
+// takeover the claim it took over (the marker's prior-owner and
+// prior-fence).
+func (r TrailResult) Custody(fence int64) (attempt bool, prior *PriorClaim) {
+	for _, a := range r.History {
+		if a.Fence == fence && fence > 0 {
+			return true, a.Prior
+		}
+	}
+	return false, nil
 }
 
 // TrailMarker is a marker the trail establishes.
@@ -205,6 +222,10 @@ type trlEntry struct {
 	outcomes []*trlMark // outcome markers closing it, in trail order
 	attempt  bool
 	takeover bool // custody taken from another owner's unclosed claim
+	// prior is the index of the last non-maintenance record before it (-1:
+	// none): a maintenance claim holds the item but not its work, so custody
+	// of the work passes from prior to this record.
+	prior int
 }
 
 type trlEval struct {
@@ -228,12 +249,17 @@ func (e *trlEval) report(code string, fence int64, detail string, ids ...int64) 
 // match a non-maintenance grant (several markers for one grant are one).
 // Each grant is a custody record; before the grant log (no log, or a marker
 // posted before LedgerSince), each distinct claim marker by an agent is one.
-// A record is an attempt when it changes custody: the first claim, a claim
-// by another owner, or any claim after the previous one was released or
-// closed by an outcome, or after a maintenance claim. A same-owner re-claim
-// of its own lapsed, unreleased claim is no attempt, and a maintenance claim
-// is none. So attempts are counted from the trail and floored by the grant
-// log: a grant whose marker is missing still counts (claimed-unmarked). An
+// A record is an attempt when it changes custody of the work: the first
+// claim, a claim by another owner, or any claim after the previous one was
+// released or closed by an outcome. A maintenance claim is none, and changes
+// no custody of work: the record before it is the one a later claim is
+// judged against (A, maintenance, B is a takeover of A's unclosed claim; A,
+// maintenance, A is A's re-claim). A same-owner re-claim of its own lapsed,
+// unreleased claim is no attempt (and posts no marker: a second claim
+// marker by the same owner is duplicate-claim-marker), unless an unpark
+// started a new epoch between them: then it is the epoch's first attempt.
+// So attempts are counted from the trail and floored by the grant log: a
+// grant whose marker is missing still counts (claimed-unmarked). An
 // item whose fence is above zero with nothing evidencing its claims counts
 // one attempt, flagged unknown.
 func EvaluateTrail(in TrailInput) TrailResult {
@@ -545,13 +571,12 @@ func (e *trlEval) attach(mk *trlMark, is func(*trlEntry) bool) {
 }
 
 // sameGrant handles a further claim marker for a record that already has
-// one: one grant, one marker; another login announcing it is a duplicate.
+// one: one grant, one marker; a second one is a duplicate, by the same
+// login or another (a comment delivered twice is one comment, merged
+// before).
 func (e *trlEval) sameGrant(en *trlEntry, mk *trlMark) {
 	en.repeats = append(en.repeats, mk)
 	first := en.marker
-	if mk.c.Author == first.c.Author {
-		return
-	}
 	e.report(CodeDuplicateClaimMarker, en.fence, fmt.Sprintf("fence %d of %s is announced twice: by %s (comment %d) and again by %s (comment %d); one grant, one marker",
 		en.fence, mkrQuote(en.owner), mkrQuote(first.c.Author), first.c.ID, mkrQuote(mk.c.Author), mk.c.ID), first.c.ID, mk.c.ID)
 }
@@ -612,20 +637,29 @@ func (e *trlEval) inEpoch(t time.Time) bool {
 // markers: claimed-unmarked, unannounced-takeover, takeover-mismatch.
 func (e *trlEval) attempts(res *TrailResult) {
 	for i, cur := range e.entries {
+		cur.prior = -1
+		for j := i - 1; j >= 0; j-- {
+			if !e.entries[j].maint {
+				cur.prior = j
+				break
+			}
+		}
 		if cur.maint {
 			continue
 		}
 		var prev *trlEntry
-		if i > 0 {
-			prev = e.entries[i-1]
+		if cur.prior >= 0 {
+			prev = e.entries[cur.prior]
 		}
 		switch {
-		case cur.unknown, prev == nil, prev.maint, prev.unknown:
+		case cur.unknown, prev == nil, prev.unknown:
 			cur.attempt = true
 		case closedBefore(prev, cur):
 			cur.attempt = true
 		case prev.owner != cur.owner:
 			cur.attempt, cur.takeover = true, true
+		case !e.inEpoch(prev.at) && e.inEpoch(cur.at):
+			cur.attempt = true // an unpark came between: the new epoch's first claim
 		default:
 			// the same owner re-claiming its own lapsed, unreleased claim
 		}
@@ -651,7 +685,14 @@ func (e *trlEval) attempts(res *TrailResult) {
 			}
 			continue
 		}
-		if cur.takeover && !mk.m.Takeover() {
+		if !cur.attempt && !mk.m.Takeover() {
+			e.reclaimMarker(cur, mk)
+		}
+		// Across a maintenance claim the prior grant was the maintenance
+		// claim, released: the new holder cannot know whose work it takes
+		// over, so a plain marker is accepted (collisions are watched all
+		// the same).
+		if cur.takeover && !mk.m.Takeover() && cur.prior == i-1 {
 			e.report(CodeUnannouncedTakeover, cur.fence, fmt.Sprintf("%s claimed fence %d (comment %d: %s) while %s's fence %d was neither released nor closed by an outcome, without the takeover form (prior-owner=%s prior-fence=%d); it counts as an attempt",
 				mkrQuote(cur.owner), cur.fence, mk.c.ID, mkrQuote(mk.m.Line), mkrQuote(prev.owner), prev.fence, MarkerValue(prev.owner), prev.fence), mk.c.ID)
 		}
@@ -667,6 +708,28 @@ func (e *trlEval) attempts(res *TrailResult) {
 			res.History = append(res.History, e.historyLine(i))
 		}
 	}
+}
+
+// reclaimMarker reports a claim marker on a same-owner re-claim (no custody
+// change): the protocol posts none, so it is a second claim marker by the
+// owner that already announced its custody.
+func (e *trlEval) reclaimMarker(cur *trlEntry, mk *trlMark) {
+	// The custody's earliest claim marker: its attempt's, or (when that
+	// was unmarked) an earlier re-claim's.
+	var first *trlMark
+	for en := e.entries[cur.prior]; ; en = e.entries[en.prior] {
+		if en.marker != nil && en.marker.idx < mk.idx {
+			first = en.marker
+		}
+		if en.attempt || en.prior < 0 {
+			break
+		}
+	}
+	if first == nil {
+		return // the custody's first marker, if late: claimed-unmarked says the rest
+	}
+	e.report(CodeDuplicateClaimMarker, cur.fence, fmt.Sprintf("%s's fence %d is a re-claim of its own lapsed, unreleased custody (announced by comment %d, fence %d), yet comment %d by %s posts a second claim marker %s: custody did not change, and a re-claim posts none",
+		mkrQuote(cur.owner), cur.fence, first.c.ID, first.m.Fence, mk.c.ID, mkrQuote(mk.c.Author), mkrQuote(mk.m.Line)), first.c.ID, mk.c.ID)
 }
 
 // takeoverMismatch checks the prior a takeover marker names against the
@@ -707,23 +770,33 @@ func (e *trlEval) takeoverMismatch(i int, m Marker) string {
 func (e *trlEval) historyLine(i int) AttemptLine {
 	a := e.entries[i]
 	l := AttemptLine{Owner: a.owner, Fence: a.fence, At: a.at, InEpoch: e.inEpoch(a.at)}
+	if a.takeover && a.prior >= 0 {
+		p := e.entries[a.prior]
+		l.Prior = &PriorClaim{Owner: p.owner, Fence: p.fence}
+	}
 	if a.unknown {
 		l.Fence = 0
 		l.Outcome = "unknown: claimed before the grant log, with no claim marker"
 		return l
 	}
+	// The attempt runs to the next one: its re-claims, and maintenance
+	// claims between them, are part of it.
 	end := i + 1
-	for end < len(e.entries) && !e.entries[end].attempt && !e.entries[end].maint {
+	for end < len(e.entries) && !e.entries[end].attempt {
 		end++
 	}
 	var next *trlEntry
 	if end < len(e.entries) {
 		next = e.entries[end]
 	}
+	maint := e.entries[end-1] // a maintenance claim it ended with, if any
 	var last, late *trlMark
 	released := false
 	var lease time.Time
 	for _, en := range e.entries[i:end] {
+		if en.maint {
+			continue
+		}
 		for _, o := range en.outcomes {
 			switch {
 			case next != nil && !outcomeBefore(o, next):
@@ -742,8 +815,8 @@ func (e *trlEval) historyLine(i int) AttemptLine {
 		l.Outcome = last.m.Result
 	case released:
 		l.Outcome = "released, with no outcome marker"
-	case end < len(e.entries) && e.entries[end].maint:
-		l.Outcome = "no outcome: superseded by a maintenance claim of " + e.entries[end].owner
+	case maint.maint:
+		l.Outcome = "no outcome: superseded by a maintenance claim of " + maint.owner
 	case end < len(e.entries):
 		l.Outcome = "no outcome: custody passed to " + e.entries[end].owner
 	case !e.in.Now.IsZero() && !lease.IsZero() && !e.in.Now.Before(lease):
@@ -777,7 +850,7 @@ func (e *trlEval) collisions(res *TrailResult) {
 		if !cur.takeover {
 			continue
 		}
-		prior := e.entries[i-1]
+		prior := e.entries[cur.prior]
 		tTime, tIdx := cur.at, -1
 		var ids []int64
 		what := fmt.Sprintf("%s took over %s's unclosed fence %d at fence %d (granted %s)", mkrQuote(cur.owner), mkrQuote(prior.owner), prior.fence, cur.fence, fmtTime(cur.at))

@@ -148,7 +148,7 @@ func TestEvaluateTrail(t *testing.T) {
 			func(t *testing.T, r TrailResult) {
 				want := []AttemptLine{
 					{Owner: wA, Fence: 1, At: trT(0), Outcome: "no outcome: custody passed to " + wB, InEpoch: true},
-					{Owner: wB, Fence: 2, At: trT(89), Outcome: "no outcome yet: in progress", InEpoch: true},
+					{Owner: wB, Fence: 2, At: trT(89), Outcome: "no outcome yet: in progress", InEpoch: true, Prior: &PriorClaim{Owner: wA, Fence: 1}},
 				}
 				if !reflect.DeepEqual(r.History, want) {
 					t.Errorf("history %+v", r.History)
@@ -192,10 +192,46 @@ func TestEvaluateTrail(t *testing.T) {
 			want{epoch: 1, lifetime: 1}, nil},
 		{"only maintenance grants: zero attempts (the fence moved, but no worker claimed)",
 			trIn(nil, trGrant(1, "pm/1", 0, trMaint(), trReleased(1))), want{}, nil},
-		{"the same owner after a maintenance claim changed custody: an attempt",
-			trIn(trCs(trClaimC(1, 1, "agent-a", wA, 1), trClaimC(2, 61, "agent-a", wA, 3)),
+		// A maintenance claim changes no custody of work: a claim after it
+		// is judged against the worker's claim before it.
+		{"the same owner after a maintenance claim: its re-claim, one attempt (and no marker wanted)",
+			trIn(trCs(trClaimC(1, 1, "agent-a", wA, 1)),
 				trGrant(1, wA, 0), trGrant(2, "warden", 50, trMaint(), trReleased(51)), trGrant(3, wA, 60)),
+			want{epoch: 1, lifetime: 1},
+			func(t *testing.T, r TrailResult) {
+				if len(r.History) != 1 || r.History[0].Fence != 1 || r.History[0].Outcome != "no outcome yet: in progress" {
+					t.Errorf("history %+v", r.History)
+				}
+			}},
+		{"A, a maintenance claim, B: A's attempt and B's (a takeover of A's unclosed claim; the plain marker is accepted)",
+			trIn(trCs(trClaimC(1, 1, "agent-a", wA, 1), trClaimC(2, 61, "agent-b", wB, 3)),
+				trGrant(1, wA, 0), trGrant(2, "pm/1", 50, trMaint(), trReleased(51)), trGrant(3, wB, 60)),
 			want{epoch: 2, lifetime: 2}, nil},
+		{"A, a maintenance claim, B: A active after B's claim is a collision",
+			trIn(trCs(trClaimC(1, 1, "agent-a", wA, 1), trClaimC(2, 61, "agent-b", wB, 3), trOutcomeC(3, 70, "agent-a", wA, 1, "complete")),
+				trGrant(1, wA, 0), trGrant(2, "warden", 50, trMaint(), trReleased(51)), trGrant(3, wB, 60)),
+			want{epoch: 2, lifetime: 2, codes: []string{"takeover-collision"}, hold: true}, nil},
+		{"A, a maintenance claim, B with the takeover form naming A",
+			trIn(trCs(trClaimC(1, 1, "agent-a", wA, 1), trTakeoverC(2, 61, "agent-b", wB, 3, wA, 1)),
+				trGrant(1, wA, 0), trGrant(2, "warden", 50, trMaint(), trReleased(51)), trGrant(3, wB, 60)),
+			want{epoch: 2, lifetime: 2}, nil},
+		{"A, maintenance, maintenance, A, B: two attempts",
+			trIn(trCs(trClaimC(1, 1, "agent-a", wA, 1), trTakeoverC(2, 91, "agent-b", wB, 5, wA, 4)),
+				trGrant(1, wA, 0), trGrant(2, "warden", 50, trMaint(), trReleased(51)), trGrant(3, "pm/1", 55, trMaint(), trReleased(56)),
+				trGrant(4, wA, 60), trGrant(5, wB, 90)),
+			want{epoch: 2, lifetime: 2}, nil},
+		{"A released, a maintenance claim, A again: an attempt",
+			trIn(trCs(trClaimC(1, 1, "agent-a", wA, 1), trClaimC(2, 61, "agent-a", wA, 3)),
+				trGrant(1, wA, 0, trReleased(20)), trGrant(2, "warden", 50, trMaint(), trReleased(51)), trGrant(3, wA, 60)),
+			want{epoch: 2, lifetime: 2}, nil},
+		{"the same owner across a park and an unpark: the new epoch's first attempt",
+			func() TrailInput {
+				in := trIn(trCs(trClaimC(1, 1, "agent-a", wA, 1), trClaimC(2, 111, "agent-a", wA, 3)),
+					trGrant(1, wA, 0), trGrant(2, "warden", 50, trMaint(), trReleased(51)), trGrant(3, wA, 110))
+				in.EpochStart = trT(100)
+				return in
+			}(),
+			want{epoch: 1, lifetime: 2}, nil},
 		{"an unpark starts a new epoch: epoch 0, lifetime unchanged",
 			func() TrailInput {
 				in := trIn(trCs(trClaimC(1, 1, "agent-a", wA, 1), trTakeoverC(2, 61, "agent-b", wB, 2, wA, 1), trTakeoverC(3, 121, "agent-c", wC, 3, wB, 2),
@@ -288,12 +324,41 @@ func TestEvaluateTrail(t *testing.T) {
 			want{epoch: 1, lifetime: 1}, nil},
 
 		// Several markers for one grant.
-		{"the same login twice for one grant is one marker",
+		{"the same login twice for one grant: one attempt, duplicate-claim-marker",
 			trIn(trCs(trClaimC(1, 1, "agent-a", wA, 1), trClaimC(2, 2, "agent-a", wA, 1)), trGrant(1, wA, 0)),
-			want{epoch: 1, lifetime: 1},
+			want{epoch: 1, lifetime: 1, codes: []string{"duplicate-claim-marker"}},
 			func(t *testing.T, r TrailResult) {
 				if len(r.Backed) != 2 {
 					t.Errorf("backed %+v", r.Backed)
+				}
+				if f, ok := trFinding(r, "duplicate-claim-marker"); !ok || !slices.Equal(f.Comments, []int64{1, 2}) || f.Fence != 1 {
+					t.Errorf("finding %+v", f)
+				}
+			}},
+		{"a comment delivered twice is one marker",
+			trIn(trCs(trClaimC(1, 1, "agent-a", wA, 1), trClaimC(1, 1, "agent-a", wA, 1)), trGrant(1, wA, 0)),
+			want{epoch: 1, lifetime: 1}, nil},
+		{"a same-owner re-claim after a lapse posting a second claim marker: duplicate-claim-marker",
+			trIn(trCs(trClaimC(1, 1, "agent-a", wA, 1), trClaimC(2, 41, "agent-a", wA, 2)), trGrant(1, wA, 0), trGrant(2, wA, 40)),
+			want{epoch: 1, lifetime: 1, codes: []string{"duplicate-claim-marker"}},
+			func(t *testing.T, r TrailResult) {
+				if f, ok := trFinding(r, "duplicate-claim-marker"); !ok || !slices.Equal(f.Comments, []int64{1, 2}) || f.Fence != 2 || !strings.Contains(f.Detail, "re-claim") {
+					t.Errorf("finding %+v", f)
+				}
+			}},
+		{"a same-owner re-claim across a maintenance claim posting a second claim marker: duplicate-claim-marker",
+			trIn(trCs(trClaimC(1, 1, "agent-a", wA, 1), trClaimC(2, 61, "agent-a", wA, 3)),
+				trGrant(1, wA, 0), trGrant(2, "warden", 50, trMaint(), trReleased(51)), trGrant(3, wA, 60)),
+			want{epoch: 1, lifetime: 1, codes: []string{"duplicate-claim-marker"}}, nil},
+		{"a re-claim of an unmarked claim posting the custody's only marker: no duplicate",
+			trIn(trCs(trClaimC(2, 41, "agent-a", wA, 2)), trGrant(1, wA, 0), trGrant(2, wA, 40)),
+			want{epoch: 1, lifetime: 1, codes: []string{"claimed-unmarked"}}, nil},
+		{"two re-claims of an unmarked claim, each with a marker: the second is a duplicate",
+			trIn(trCs(trClaimC(2, 41, "agent-a", wA, 2), trClaimC(3, 81, "agent-a", wA, 3)), trGrant(1, wA, 0), trGrant(2, wA, 40), trGrant(3, wA, 80)),
+			want{epoch: 1, lifetime: 1, codes: []string{"claimed-unmarked", "duplicate-claim-marker"}},
+			func(t *testing.T, r TrailResult) {
+				if f, _ := trFinding(r, "duplicate-claim-marker"); !slices.Equal(f.Comments, []int64{2, 3}) {
+					t.Errorf("finding %+v", f)
 				}
 			}},
 		{"another login announcing the same grant: duplicate-claim-marker",
@@ -506,9 +571,12 @@ func TestEvaluateTrail(t *testing.T) {
 					t.Errorf("backed %+v", r.Backed)
 				}
 			}},
-		{"grant log empty: a same-owner second marker is a re-claim, not an attempt",
+		{"grant log empty: a same-owner second marker is a re-claim, not an attempt, and a duplicate",
 			TrailInput{Item: trItem, Comments: trCs(trClaimC(1, 1, "agent-a", wA, 1), trClaimC(2, 50, "agent-a", wA, 2))},
-			want{epoch: 1, lifetime: 1}, nil},
+			want{epoch: 1, lifetime: 1, codes: []string{"duplicate-claim-marker"}}, nil},
+		{"grant log empty: the same marker posted twice is a duplicate",
+			TrailInput{Item: trItem, Comments: trCs(trClaimC(1, 1, "agent-a", wA, 1), trClaimC(2, 2, "agent-a", wA, 1))},
+			want{epoch: 1, lifetime: 1, codes: []string{"duplicate-claim-marker"}}, nil},
 		{"grant log empty: an unannounced takeover and a mismatch, read from the trail",
 			TrailInput{Item: trItem, Comments: trCs(trClaimC(1, 1, "agent-a", wA, 1), trClaimC(2, 50, "agent-b", wB, 2), trTakeoverC(3, 90, "agent-c", wC, 3, wA, 1))},
 			want{epoch: 3, lifetime: 3, codes: []string{"takeover-mismatch", "unannounced-takeover"}}, nil},
@@ -635,7 +703,7 @@ func trRich() TrailInput {
 func TestEvaluateTrailIgnoresOrderOfReceipt(t *testing.T) {
 	in := trRich()
 	want := EvaluateTrail(in)
-	if want.LifetimeAttempts != 4 || want.Attempts != 2 || !want.CollisionHold {
+	if want.LifetimeAttempts != 3 || want.Attempts != 1 || !want.CollisionHold {
 		t.Fatalf("the rich trail: %+v", want)
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -719,11 +787,12 @@ func TestEvaluateTrailInvariants(t *testing.T) {
 		worker := false
 		for i := range in.Grants {
 			g := &in.Grants[i]
-			if !g.Maintenance {
-				worker = true
-				if prev == nil || prev.Maintenance || prev.Owner != g.Owner || !prev.ReleasedAt.IsZero() {
-					custody++
-				}
+			if g.Maintenance {
+				continue // a maintenance claim changes no custody of work
+			}
+			worker = true
+			if prev == nil || prev.Owner != g.Owner || !prev.ReleasedAt.IsZero() {
+				custody++
 			}
 			prev = g
 		}

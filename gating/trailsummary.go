@@ -10,7 +10,7 @@ import (
 // (attempts, custody records, collisions) or to the summary's own steps: a
 // store discards a summary of another version and reads the whole history
 // again.
-const TrailSummaryVersion = 1
+const TrailSummaryVersion = 2 // 2: a maintenance claim changes no custody of work; Prev is the last non-maintenance record
 
 // TrailSummary is what a claim's judgement reads of an item's history
 // (EvaluateTrail's attempts, the unknown flag and the collision hold, and
@@ -56,7 +56,8 @@ type TrailSummary struct {
 	LastMarkAt time.Time `json:"lastMarkAt,omitzero"`
 	LastMarkID int64     `json:"lastMarkId,omitempty"`
 	// Cur is the last custody record (the grant that owns Fence) and Prev
-	// the one before it (Kind "" when none).
+	// the last non-maintenance one before it, whose custody of the work a
+	// next claim is judged against (Kind "" when none).
 	Cur  TrailTail `json:"cur"`
 	Prev TrailTail `json:"prev"`
 }
@@ -99,9 +100,9 @@ func SummarizeTrail(in TrailInput) TrailSummary {
 	s := TrailSummary{Attempts: res.Attempts, LifetimeAttempts: res.LifetimeAttempts, AttemptsUnknown: res.AttemptsUnknown,
 		CollisionHold: res.CollisionHold, Fence: in.Fence, EpochStart: in.EpochStart, CollisionResolvedAt: in.CollisionResolvedAt}
 	s.GrantAttempts, s.GrantLifetime = GrantAttempts(in.Item, in.Grants, in.EpochStart)
-	for i, en := range e.entries {
+	for _, en := range e.entries {
 		if en.takeover {
-			s.Takeovers = append(s.Takeovers, takeoverOf(e.entries[i-1]))
+			s.Takeovers = append(s.Takeovers, takeoverOf(e.entries[en.prior]))
 		}
 	}
 	n := len(e.grants)
@@ -130,8 +131,8 @@ func SummarizeTrail(in TrailInput) TrailSummary {
 		s.LastMarkAt, s.LastMarkID = e.marks[k-1].c.CreatedAt, e.marks[k-1].c.ID
 	}
 	s.Cur = tailOf(last)
-	if k := len(e.entries); k > 1 {
-		s.Prev = tailOf(e.entries[k-2])
+	if last.prior >= 0 {
+		s.Prev = tailOf(e.entries[last.prior])
 	}
 	return s
 }
@@ -182,15 +183,24 @@ func (s TrailSummary) WithGrant(g GrantEntry) (TrailSummary, bool) {
 	cur := s.Cur
 	en := TrailTail{Kind: "grant", Fence: g.Fence, Owner: g.Owner, Branch: g.Branch, Maint: g.Maintenance,
 		Released: !g.ReleasedAt.IsZero(), At: g.GrantedAt}
+	// p is the custody of the work g is judged against: a maintenance
+	// claim changes none.
+	p := cur
+	if cur.Maint {
+		p = s.Prev
+	}
 	if !g.Maintenance {
 		// closedBefore without a claim marker for g: an outcome counts only
 		// from before the grant's second.
-		closed := cur.Released || cur.Closed && cur.FirstOutcome.Before(g.GrantedAt.Truncate(time.Second))
+		closed := p.Kind == "" || p.Kind == "unknown" || p.Released || p.Closed && p.FirstOutcome.Before(g.GrantedAt.Truncate(time.Second))
+		newEpoch := !s.inEpoch(p.At) && s.inEpoch(g.GrantedAt)
 		switch {
-		case cur.Maint || closed:
+		case closed:
 			en.Attempt = true
-		case cur.Owner != g.Owner:
+		case p.Owner != g.Owner:
 			return s, false
+		case newEpoch:
+			en.Attempt = true
 		}
 		if en.Attempt {
 			s.LifetimeAttempts++
@@ -198,8 +208,9 @@ func (s TrailSummary) WithGrant(g GrantEntry) (TrailSummary, bool) {
 				s.Attempts++
 			}
 		}
-		// The grant log alone: no outcome closes anything.
-		if cur.Maint || cur.Released || cur.Owner != g.Owner {
+		// The grant log alone: no outcome closes anything, and a record
+		// the trail alone evidences is not there.
+		if p.Kind != "grant" || p.Released || p.Owner != g.Owner || newEpoch {
 			s.GrantLifetime++
 			if s.inEpoch(g.GrantedAt) {
 				s.GrantAttempts++
@@ -207,7 +218,10 @@ func (s TrailSummary) WithGrant(g GrantEntry) (TrailSummary, bool) {
 		}
 	}
 	s.Takeovers = slices.Clone(s.Takeovers)
-	s.Prev, s.Cur, s.Fence = cur, en, g.Fence
+	if !cur.Maint {
+		s.Prev = cur
+	}
+	s.Cur, s.Fence = en, g.Fence
 	return s, true
 }
 
@@ -279,8 +293,9 @@ func (s TrailSummary) WithComment(old *TrailComment, c TrailComment, item ItemID
 			// before precedes it in the trail.
 			cur.Marked = true
 			p := s.Prev
-			closed := p.Kind == "" || p.Kind == "unknown" || p.Maint || p.Released || p.Closed
-			attempt, takeover := closed || p.Owner != cur.Owner, !closed && p.Owner != cur.Owner
+			closed := p.Kind == "" || p.Kind == "unknown" || p.Released || p.Closed
+			newEpoch := !s.inEpoch(p.At) && s.inEpoch(cur.At)
+			attempt, takeover := closed || p.Owner != cur.Owner || newEpoch, !closed && p.Owner != cur.Owner
 			if attempt && !cur.Attempt {
 				s.LifetimeAttempts++
 				if s.inEpoch(cur.At) {

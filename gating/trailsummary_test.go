@@ -225,3 +225,38 @@ func TestTrailSummaryReleaseThenReclaim(t *testing.T) {
 		t.Fatal("a takeover extended the summary")
 	}
 }
+
+// TestTrailSummaryMaintenanceChangesNoCustody: the With steps judge a claim
+// after a maintenance claim against the worker's claim before it, as
+// EvaluateTrail does.
+func TestTrailSummaryMaintenanceChangesNoCustody(t *testing.T) {
+	g1, m2 := trGrant(1, "w1/a", 0), trGrant(2, "warden", 5, trMaint(), trReleased(6))
+	cases := []struct {
+		name     string
+		g        GrantEntry
+		epoch    time.Time
+		extends  bool
+		attempts int
+	}{
+		{"the same owner after it: its re-claim, no attempt", trGrant(3, "w1/a", 10), time.Time{}, true, 1},
+		{"the same owner after an unpark: the epoch's first attempt", trGrant(3, "w1/a", 10), trT(8), true, 1},
+		{"another owner after it: a takeover, read whole", trGrant(3, "w2/c", 10), time.Time{}, false, 2},
+	}
+	for _, c := range cases {
+		in := TrailInput{Item: trItem, Grants: []GrantEntry{g1, m2}, Fence: 2, EpochStart: c.epoch,
+			Comments: []TrailComment{trClaimC(1, 1, "bot", "w1/a", 1)}}
+		s := SummarizeTrail(in)
+		if !s.Extendable || s.Prev.Kind != "grant" || s.Prev.Fence != 1 {
+			t.Fatalf("%s: %+v", c.name, s)
+		}
+		next, ok := s.WithGrant(c.g)
+		in.Grants, in.Fence = append(in.Grants, c.g), c.g.Fence
+		full := SummarizeTrail(in)
+		if ok != c.extends || full.Attempts != c.attempts {
+			t.Errorf("%s: extended %v, attempts %d, want %v, %d", c.name, ok, full.Attempts, c.extends, c.attempts)
+		}
+		if ok && trSumJSON(t, next) != trSumJSON(t, full) {
+			t.Errorf("%s: extended\n%s\nwhole\n%s", c.name, trSumJSON(t, next), trSumJSON(t, full))
+		}
+	}
+}

@@ -38,8 +38,14 @@ type claimMarkerCalls interface {
 	createComment(ctx context.Context, n int, body string) (int64, error)
 }
 
-// postClaimMarker posts the claim marker for the grant with fence (none
-// for a same-owner re-claim); dry (dry_run) logs it and posts nothing.
+// postClaimMarker posts the claim marker for the grant with fence when the
+// trail counts that grant as a custody change of the work (none for a
+// same-owner re-claim, across maintenance claims too: the protocol posts
+// none, and a second marker is duplicate-claim-marker), in the takeover form
+// naming the claim it took; dry (dry_run) logs it and posts nothing. The
+// judgement is gating.EvaluateTrail's, over the item's whole trail, so a
+// claim closed by an outcome marker or an unpark between makes it an attempt
+// here exactly as it does in the count.
 func (m *Mirror) postClaimMarker(ctx context.Context, repo store.Repo, id gating.ItemID, fence int64, dry bool) (string, error) {
 	grants, err := m.Ledger.Grants(ctx, repo.ID, id)
 	if err != nil {
@@ -55,19 +61,17 @@ func (m *Mirror) postClaimMarker(ctx context.Context, repo store.Repo, id gating
 		return "", fmt.Errorf("no grant with fence %d in the grant log of %s", fence, id)
 	}
 	g := grants[cur]
-	var prior *gating.PriorClaim
-	for i := cur - 1; i >= 0; i-- {
-		p := grants[i]
-		if p.Purpose == "maintenance" {
-			break // custody went through warden's hands: no takeover
-		}
-		if p.ReleasedAt == nil {
-			if p.Owner == g.Owner {
-				return "same-owner re-claim of a lapsed claim: no marker", nil
-			}
-			prior = &gating.PriorClaim{Owner: p.Owner, Fence: p.Fence}
-		}
-		break
+	rs, err := m.Ledger.ClaimSnapshot(ctx, repo.ID, id)
+	if err != nil {
+		return "", fmt.Errorf("read the trail of %s: %w", id, err)
+	}
+	tr, ok := rs.Trails[id]
+	if !ok {
+		return "", fmt.Errorf("the snapshot of %s has no trail: no marker posted", id)
+	}
+	attempt, prior := tr.Custody(fence)
+	if !attempt {
+		return "same-owner re-claim: custody did not change, no marker", nil
 	}
 	body := gating.ClaimMarker(string(id), g.Owner, g.Region, g.Fence, g.GrantedAt, prior)
 	if dry {

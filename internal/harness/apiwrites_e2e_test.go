@@ -275,3 +275,59 @@ func TestE2EAPIWritesDryRun(t *testing.T) {
 		t.Errorf("POST /items in dry_run answered %d %v (%v), want a refusal with reason DryRun", code, p, err)
 	}
 }
+
+// TestE2EAPIWritesPostMarkersAcrossMaintenance: with post_markers on, a
+// maintenance claim between two of one worker's claims changes no custody
+// of the work: the worker's re-claim gets no marker (a second one would be
+// duplicate-claim-marker); another worker's claim after it is a takeover of
+// the first worker's unclosed claim, and the marker warden posts names it.
+func TestE2EAPIWritesPostMarkersAcrossMaintenance(t *testing.T) {
+	t.Parallel()
+	x := newE2E(t)
+	x.pushSettings(t, x.Person("hana", "write"), "main", "post_markers: true\n")
+	id := x.create(t, HumanToken, "Split the billing worker", []string{"priority:P1"})
+	n := num(t, id)
+	x.MustSettle(t)
+
+	x.claimFor(t, WorkerToken, id, "worker-7/a", 60)
+	x.MustSettle(t)
+	x.clk.Advance(61 * time.Second) // lapsed, in quarantine
+	fm := granted(t, x.claim(t, PMToken, id, map[string]any{"owner": "pm/repair", "purpose": "maintenance", "leaseSeconds": 60}))
+	x.MustSettle(t)
+	x.release(t, PMToken, id, fm)
+	x.MustSettle(t)
+	f2 := x.claimFor(t, WorkerToken, id, "worker-7/a", 60)
+	x.MustSettle(t)
+	x.flush(t)
+	if ms := x.workerMarkers(n); len(ms) != 1 {
+		t.Fatalf("#%d: %d marker comments after the worker's re-claim across a maintenance claim, want 1 (its first): %+v", n, len(ms), ms)
+	}
+
+	// The worker's claim lapses and its quarantine passes; after another
+	// maintenance claim, a second worker takes over the first's claim.
+	x.clk.Advance(pastQuarantine)
+	fm2 := granted(t, x.claim(t, PMToken, id, map[string]any{"owner": "pm/repair", "purpose": "maintenance", "leaseSeconds": 60}))
+	x.MustSettle(t)
+	x.release(t, PMToken, id, fm2)
+	x.MustSettle(t)
+	f3 := x.claimFor(t, WorkerToken, id, "worker-7/b", 600)
+	x.MustSettle(t)
+	x.flush(t)
+	ms := x.workerMarkers(n)
+	if len(ms) != 2 {
+		t.Fatalf("#%d: %d marker comments after the takeover, want 2: %+v", n, len(ms), ms)
+	}
+	fs := markerFields(firstLine(ms[1].Raw))
+	want := map[string]string{"owner": "worker-7/b", "fence": fmt.Sprint(f3), "prior-owner": "worker-7/a", "prior-fence": fmt.Sprint(f2)}
+	for k, v := range want {
+		if fs[k] != v {
+			t.Errorf("takeover marker %s=%q, want %q (line %q)", k, fs[k], v, firstLine(ms[1].Raw))
+		}
+	}
+	if it := x.mustItem(t, id); it.Attempts != 2 {
+		t.Errorf("%s attempts %d, want 2 (worker-7/a's custody, worker-7/b's takeover; fence %d was a re-claim)", id, it.Attempts, f2)
+	}
+	s := x.mustReady(t)
+	noTrailDefects(t, s, id, gating.CodeClaimedUnmarked, gating.CodeUnannouncedTakeover, gating.CodeTakeoverMismatch,
+		gating.CodeUnbackedMarker, gating.CodeDuplicateClaimMarker)
+}

@@ -81,8 +81,9 @@ func TestE2ETrailKilledWorkersCount(t *testing.T) {
 }
 
 // TestE2ETrailLapsedSameOwnerReclaim: a holder whose lease lapsed re-claims
-// its own item (and posts a marker for the new grant, as the protocol's
-// agents do): one attempt, not two, and no takeover finding.
+// its own item: one attempt, not two, and no finding. The re-claim posts no
+// marker (custody did not change); a second claim marker by the same owner
+// is duplicate-claim-marker, and still one attempt.
 func TestE2ETrailLapsedSameOwnerReclaim(t *testing.T) {
 	t.Parallel()
 	x := newE2E(t)
@@ -102,7 +103,6 @@ func TestE2ETrailLapsedSameOwnerReclaim(t *testing.T) {
 	if f2 <= f1 {
 		t.Fatalf("re-claim fence %d, want above %d", f2, f1)
 	}
-	x.say(t, worker, n, x.marker(id, "worker-7/a", f2))
 	x.MustSettle(t)
 	x.release(t, WorkerToken, id, f2)
 	x.MustSettle(t)
@@ -122,6 +122,18 @@ func TestE2ETrailLapsedSameOwnerReclaim(t *testing.T) {
 		}
 	}
 	x.reportLacks(t, n, bad...)
+
+	x.say(t, worker, n, x.marker(id, "worker-7/a", f2))
+	x.MustSettle(t)
+	x.flush(t)
+	s = x.mustReady(t)
+	if got := s.attempts(id); got != 1 {
+		t.Errorf("after a second marker: GET /ready attempts %d, want 1", got)
+	}
+	if s.codes(id)[gating.CodeDuplicateClaimMarker] == 0 {
+		t.Errorf("%s: a second claim marker by the same owner is not %s: %+v", id, gating.CodeDuplicateClaimMarker, s.Defects)
+	}
+	x.mustReportWith(t, n, []string{gating.CodeDuplicateClaimMarker})
 }
 
 // TestE2ETrailMarkerFindings: a forged, an edited, a deleted and a
