@@ -154,6 +154,7 @@ type ledger interface {
 	Snapshot(ctx context.Context, repoID int64) (*store.Snapshot, error)
 	Report(ctx context.Context, rs *store.Snapshot, r gating.Result) (gating.Report, error)
 	RecordIssueState(ctx context.Context, repoID int64, number int, st store.IssueState) (bool, error)
+	TrailComments(ctx context.Context, repoID int64, id gating.ItemID) ([]store.TrailRecord, error)
 }
 
 var _ ledger = (*store.Ledger)(nil)
@@ -202,6 +203,7 @@ func (h *handler) routes() http.Handler {
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
 		h.fail(w, r, problem(http.StatusMethodNotAllowed, ReasonMethod, "%s is not allowed on %s", r.Method, r.URL.Path))
 	})
+	r.Get("/regions", h.regions)
 	r.Route("/repos/{owner}/{repo}", func(r chi.Router) {
 		r.Use(h.repository)
 		r.Post("/items", h.createItem)
@@ -217,6 +219,7 @@ func (h *handler) routes() http.Handler {
 		r.Get("/ready", h.ready)
 		r.Post("/ready/claim", h.claimNext)
 		r.Get("/report", h.report)
+		r.Get("/related", h.related)
 	})
 	return r
 }

@@ -213,7 +213,8 @@ func TestMCPWorkerRun(t *testing.T) {
 	}
 	for _, want := range []string{"repocontext_remember", "repocontext_update", "repocontext_recall", "repocontext_scan",
 		"repocontext_forget", "repocontext_claim", "repocontext_renew_claim", "repocontext_release_claim",
-		"repocontext_claim_status", "repocontext_neighbors", "backlog_ready", "backlog_report"} {
+		"repocontext_claim_status", "repocontext_neighbors", "backlog_ready", "backlog_report", "backlog_claim_next",
+		"repocontext_list_repos", "lattice_list_regions", "repocontext_related"} {
 		if !slices.Contains(names, want) {
 			t.Errorf("tools/list lacks %s: %v", want, names)
 		}

@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
@@ -64,9 +65,13 @@ type caller struct {
 // call sends method path (under /repos/{owner}/{repo}) with a JSON body (or
 // nil) to the agent API in process and decodes a success into out (when not
 // nil). A problem document comes back as a refusal.
+// A caller without a repository sends path as it is (/regions).
 func (c caller) call(ctx context.Context, method, path string, query url.Values, body, out any) (int, *refusal) {
-	owner, name, _ := strings.Cut(c.repo, "/")
-	u := "/repos/" + url.PathEscape(owner) + "/" + url.PathEscape(name) + path
+	u := path
+	if c.repo != "" {
+		owner, name, _ := strings.Cut(c.repo, "/")
+		u = "/repos/" + url.PathEscape(owner) + "/" + url.PathEscape(name) + path
+	}
 	if len(query) > 0 {
 		u += "?" + query.Encode()
 	}
@@ -156,4 +161,37 @@ func (r *recorder) Write(b []byte) (int, error) {
 		r.status = http.StatusOK
 	}
 	return r.buf.Write(b)
+}
+
+// propertyRe finds the argument a schema validation error names.
+var propertyRe = regexp.MustCompile(`/properties/([A-Za-z0-9_]+)`)
+
+// refusalsCarryReasons is receiving middleware: a tool error that is not
+// one of warden's refusals (the SDK's own, for arguments that do not match
+// the tool's input schema or do not decode) becomes one, 422
+// invalid-request naming the argument, as the agent API refuses a
+// malformed body. Every tool error then carries a reason.
+func refusalsCarryReasons(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		res, err := next(ctx, method, req)
+		r, ok := res.(*mcp.CallToolResult)
+		if err != nil || !ok || r == nil || !r.IsError || r.StructuredContent != nil {
+			return res, err
+		}
+		var text []string
+		for _, c := range r.Content {
+			if t, ok := c.(*mcp.TextContent); ok {
+				text = append(text, t.Text)
+			}
+		}
+		detail := strings.Join(text, "; ")
+		if detail == "" {
+			detail = "the arguments were refused"
+		}
+		field := "arguments"
+		if m := propertyRe.FindStringSubmatch(detail); m != nil {
+			field = m[1]
+		}
+		return invalid(field, "%s", detail).result(""), nil
+	}
 }

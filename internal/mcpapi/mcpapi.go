@@ -2,8 +2,9 @@
 // GET /mcp on the public listener, the MCP streamable-HTTP transport of the
 // official Go SDK, serving the tools the protocol's agents already call —
 // repocontext_remember, _update, _recall, _scan, _forget, _claim,
-// _renew_claim, _release_claim, _claim_status, _neighbors — and two more,
-// backlog_ready and backlog_report.
+// _renew_claim, _release_claim, _claim_status, _neighbors, and the binding
+// reads repocontext_list_repos, lattice_list_regions and repocontext_related
+// — and warden's own backlog_ready, backlog_claim_next and backlog_report.
 //
 // One implementation, two surfaces: every tool is a request to the agent
 // API (internal/agentapi), made in process with the caller's own bearer
@@ -70,6 +71,7 @@ func New(o Options) http.Handler {
 	server := mcp.NewServer(&mcp.Implementation{Name: "warden", Title: "warden backlog ledger", Version: o.Version},
 		&mcp.ServerOptions{Instructions: instructions, Logger: s.log})
 	s.register(server)
+	server.AddReceivingMiddleware(refusalsCarryReasons)
 	stream := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, &mcp.StreamableHTTPOptions{
 		SessionTimeout: o.SessionTimeout,
 		Logger:         s.log,
@@ -86,10 +88,11 @@ func New(o Options) http.Handler {
 }
 
 const instructions = `warden's backlog ledger, with the item-store tools of the agent-operated backlog protocol.
+Resolve your bindings first: repocontext_list_repos gives {repoId}, lattice_list_regions the routable {homeRegion} values.
 Keys are repo/{repoId}/mem/backlog/issue-N (N is the mirrored GitHub issue's number); only the backlog topic is kept.
 Claim before you write a claimed item: pass the claim's fencingToken on every repocontext_update, renew with an explicit leaseSeconds, release on the exact token.
 Refusals are tool errors whose structured content carries the agent API's problem document; its reason is machine-readable (StaleToken, ClaimRequired, HumanActRequired, role-not-allowed, ...).
-backlog_ready answers the ready set with every exclusion and defect; backlog_report the "where are we" report.`
+backlog_ready answers the ready set with every exclusion and defect; backlog_claim_next claims its best item in one call; repocontext_related an item's blast radius; backlog_report the "where are we" report.`
 
 // service holds what the tools share.
 type service struct {

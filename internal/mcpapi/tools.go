@@ -149,6 +149,7 @@ func (s *service) register(srv *mcp.Server) {
 		"live claims; excluded counts the ready set's exclusions by reason) or contended (every candidate went to other claimants: ask again), and tried."}, s.claimNext)
 	mcp.AddTool(srv, &mcp.Tool{Name: "backlog_report", Annotations: ro, Description: "warden: the \"where are we\" report: in flight, ready, blocked, stalled, parked, " +
 		"awaiting admission, lapsed, defects, clean re-claims. Read-only."}, s.report)
+	s.registerBindings(srv)
 }
 
 // ---- the shared start of a call ----
