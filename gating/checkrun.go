@@ -153,8 +153,11 @@ type checkFinding struct {
 //     tag defect (missing-mandatory-tag, duplicate-attribute-tag, …), in
 //     phase:research (research-with-pr), when the base is not its
 //     baseBranch: (pr-wrong-base; epic-child-on-main for a member into the
-//     default branch), or when a member's head was cut from the default
-//     branch (pr-not-from-base);
+//     default branch), when a member's head was cut from the default
+//     branch (pr-not-from-base), or when the head nests under or over the
+//     base, the item's baseBranch: or its epic's branch
+//     (nested-epic-branch); a member's head named off the convention while
+//     keeping both branch invariants is a branch-name-nit, never a failure;
 //   - never claimed and not tagged direct-deployment: neutral
 //     (never-claimed); already state:complete: neutral
 //     (complete-with-open-pr, which the reconcile reports);
@@ -220,7 +223,7 @@ func (x *index) judgePR(p CheckPR, repo string, requireItem bool) []CheckRow {
 			row.Detail = fmt.Sprintf("carried: the head branch %s is %s's baseBranch:, so this pull request carries it into %s and does not deliver it (its own pull request into %s does); %s", pr.HeadRef, e.id, pr.BaseRef, base, linked)
 		default:
 			row.Delivered = true
-			x.judgeDelivered(&row, i, p, linked)
+			x.judgeDelivered(&row, i, p, repo, linked)
 		}
 		rows = append(rows, row)
 	}
@@ -269,7 +272,7 @@ func (x *index) bucketRow(pr PullRequest, gi int32) CheckRow {
 }
 
 // judgeDelivered fills the row of an item the pull request delivers.
-func (x *index) judgeDelivered(row *CheckRow, i int32, p CheckPR, linked string) {
+func (x *index) judgeDelivered(row *CheckRow, i int32, p CheckPR, repo, linked string) {
 	e := &x.es[i]
 	it := e.c.Item
 	pr := p.PR
@@ -319,6 +322,7 @@ func (x *index) judgeDelivered(row *CheckRow, i int32, p CheckPR, linked string)
 	if len(epics) > 0 && p.HeadFromDefault[e.id] {
 		fail("pr-not-from-base", "%s is partOf %s, but the head %s was cut from the default branch %s, not from the epic's branch", e.id, strings.Join(epics, ", "), pr.HeadRef, db)
 	}
+	fs = append(fs, x.branchFindings(i, p, repo)...)
 	if e.c.Claim.Fence <= 0 && !it.HasTag(DirectDeploymentTag) {
 		fs = append(fs, checkFinding{CodeNeverClaimed, ConclusionNeutral,
 			fmt.Sprintf("%s was never claimed and is not tagged %s: work outside the backlog's claims", e.id, DirectDeploymentTag)})

@@ -35,10 +35,20 @@ type CompletionInput struct {
 	// head branch from this repository's.
 	DefaultBranch string
 	RepoFullName  string
-	// FindingsCommented says that, for a phase:research item, someone other
-	// than warden commented on the issue since the current claim was
-	// granted (the findings).
-	FindingsCommented bool
+	// Findings are, for a phase:research item, the comments posted on its
+	// issue since the current claim was granted (the caller reads them).
+	Findings []FindingsComment
+	// HolderLogin is the login that posted the claim marker of the current
+	// fence (its owner and fence; by an agent or a collaborator with write
+	// access, not warden), the login whose comment is the findings; ""
+	// when none is recorded (warden posted the marker under post_markers,
+	// or no marker was posted): then a comment by an agent login counts.
+	HolderLogin string
+	// GroupingBodies holds, by grouping, the body of the epic issue of each
+	// grouping DAGGroupings names for the item (a design-integration item):
+	// the dag-missing rule reads its mermaid DAG. A grouping missing from
+	// the map was not read and proves nothing.
+	GroupingBodies map[ItemID]GroupingBody
 	// Adopting is the direct-deployment ledger row (POST /items/adopt): an
 	// item born complete with no claim history. The fence step does not
 	// apply; the proof does.
@@ -47,8 +57,8 @@ type CompletionInput struct {
 
 // CompletionVerdict is the proof's verdict. When not Proven, Reason is a
 // fence verdict (ClaimRequired, StaleToken, UnissuedToken, ClaimReleased)
-// or a defect code (completion-unproven, complete-with-open-pr). Detail
-// always names what was looked at.
+// or a defect code (completion-unproven, complete-with-open-pr,
+// dag-missing). Detail always names what was looked at.
 type CompletionVerdict struct {
 	Proven bool
 	Reason string
@@ -64,17 +74,22 @@ type CompletionVerdict struct {
 //     to its fence: none or never claimed is ClaimRequired, an older token
 //     StaleToken, a newer one UnissuedToken, a released claim ClaimReleased;
 //  2. no pr:<n> tag names an open pull request (complete-with-open-pr);
-//  3. phase:research: the findings were commented on the issue during the
-//     claim; no pull request is needed;
-//  4. every pr: tag is a pull request number (pr:<n>), and there is one;
-//  5. a grouping (an item others are partOf): exactly one item integrates
+//  3. a design-integration item (it integrates a grouping that, or it
+//     itself, informs another): every grouping it informs, transitively,
+//     has in its epic issue's body a mermaid DAG naming every member
+//     (dag-missing; an unread body is refused too);
+//  4. phase:research: the claim holder's login (HolderLogin; unknown: an
+//     agent login) commented the findings on the issue during the claim;
+//     no pull request is needed;
+//  5. every pr: tag is a pull request number (pr:<n>), and there is one;
+//  6. a grouping (an item others are partOf): exactly one item integrates
 //     it, that item is complete, and a pr:<n> names the merged bucket pull
 //     request: head the grouping's baseBranch: (in this repository), base the
 //     default branch;
-//  6. any other item: a pr:<n> names a pull request merged into the item's
+//  7. any other item: a pr:<n> names a pull request merged into the item's
 //     baseBranch:;
 //
-// and, in 5 and 6, that pull request is no other complete item's pr:<n>
+// and, in 6 and 7, that pull request is no other complete item's pr:<n>
 // (the tag is the link, so it links this item). Everything else is
 // completion-unproven.
 func ProveCompletion(in CompletionInput) CompletionVerdict {
@@ -128,13 +143,14 @@ func ProveCompletion(in CompletionInput) CompletionVerdict {
 		return refuse(ReasonCompleteWithOpenPR, "%s's pr: tags name open pull request %s: complete only once it is merged (or the tag removed)", it.ID, strings.Join(open, ", "))
 	}
 
+	// 2b. A design-integration item: every grouping it informs has its DAG.
+	if v := checkDAGs(in); v != nil {
+		return *v
+	}
+
 	// 3. Research.
 	if ph, ok := soleTag(it, "phase"); ok && ph == "research" {
-		if in.FindingsCommented {
-			return CompletionVerdict{Proven: true, Detail: fmt.Sprintf("%s is phase:research and its findings were commented on issue #%d during the claim at fence %d", it.ID, it.ID.Number(), c.Fence)}
-		}
-		return refuse(ReasonCompletionUnproven, "%s is phase:research: no findings were commented on issue #%d (by anyone but warden) since the claim at fence %d was granted at %s",
-			it.ID, it.ID.Number(), c.Fence, fmtTime(c.GrantedAt))
+		return researchVerdict(in)
 	}
 
 	// 4. The pr: tags.

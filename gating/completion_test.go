@@ -101,7 +101,8 @@ func TestProveCompletion(t *testing.T) {
 		{"research with findings", func() CompletionInput {
 			in := cpInput(cpItem(12), nil)
 			in.Item.Tags[2] = "phase:research"
-			in.FindingsCommented = true
+			in.HolderLogin = "w1-bot"
+			in.Findings = []FindingsComment{{Author: "w1-bot", At: rt0, Agent: true}}
 			return in
 		}(), true, "", []string{"phase:research", "issue #12"}},
 		{"research without findings", func() CompletionInput {
@@ -112,7 +113,8 @@ func TestProveCompletion(t *testing.T) {
 		{"research with an open PR", func() CompletionInput {
 			in := cpInput(cpItem(12, "pr:8"), map[int]*PullRequest{8: {Number: 8, State: "open"}})
 			in.Item.Tags[2] = "phase:research"
-			in.FindingsCommented = true
+			in.HolderLogin = "w1-bot"
+			in.Findings = []FindingsComment{{Author: "w1-bot", At: rt0, Agent: true}}
 			return in
 		}(), false, ReasonCompleteWithOpenPR, nil},
 

@@ -295,13 +295,13 @@ func refBuildReport(s Snapshot, r Result) Report {
 		if e.claim.InFlight() {
 			rep.InFlight = append(rep.InFlight, InFlightEntry{
 				Item: e.id, Owner: cv.Owner, Branch: cv.Branch, LeaseExpiresAtUtc: cv.LeaseExpiresAt.UTC(),
-				State: e.claim, Maintenance: cv.Purpose == "maintenance",
+				State: e.claim, Maintenance: cv.Purpose == "maintenance", LastEvidence: cv.Evidence(),
 			})
 		}
 		if e.claim == StateLapsed {
 			rep.Lapsed = append(rep.Lapsed, LapsedEntry{
 				Item: e.id, Owner: cv.Owner, Since: cv.LeaseExpiresAt.UTC(),
-				QuarantineEndsAtUtc: QuarantineEnds(*cv, s.Quarantine).UTC(),
+				QuarantineEndsAtUtc: QuarantineEnds(*cv, s.Quarantine).UTC(), LastEvidence: cv.Evidence(),
 			})
 		}
 		switch e.st {

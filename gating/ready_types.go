@@ -27,8 +27,45 @@ type ClaimView struct {
 	LeaseExpiresAt time.Time
 	// LastEvidence is the latest evidence of work by the holder: a push to
 	// Branch, a comment by its login, a fence move (a renew). Never before
-	// GrantedAt.
-	LastEvidence time.Time
+	// GrantedAt. EvidenceKind names what it was (EvidenceGrant when nothing
+	// since the grant) and EvidenceDetail says it in words.
+	LastEvidence   time.Time
+	EvidenceKind   string
+	EvidenceDetail string
+}
+
+// Evidence kinds: what showed a claim's holder alive (PROTOCOL.md: "a
+// branch pushed, an issue comment, or a fencing token that has moved").
+const (
+	EvidenceGrant          = "grant"           // the grant itself
+	EvidenceRenew          = "renew"           // a renew moved the lease
+	EvidencePush           = "push"            // a push to the branch recorded with the claim
+	EvidencePushDescendant = "push-descendant" // a branch created at the recorded branch's head
+	EvidencePushByHolder   = "push-by-holder"  // a push to another branch by a login acting for the holder
+	EvidencePullRequest    = "pull-request"    // activity on a PR from the recorded branch, or by the holder's login
+	EvidenceComment        = "comment"         // a comment by a login acting for the holder
+)
+
+// ClaimEvidence is a claim's latest evidence of work as the report shows
+// it: its kind, when, and what it was.
+type ClaimEvidence struct {
+	Kind   string    `json:"kind"`
+	AtUtc  time.Time `json:"atUtc"`
+	Detail string    `json:"detail,omitempty"`
+}
+
+// Evidence is the claim's latest evidence of work (the grant when nothing
+// since).
+func (c ClaimView) Evidence() *ClaimEvidence {
+	kind := c.EvidenceKind
+	if kind == "" {
+		kind = EvidenceGrant
+	}
+	at := c.LastEvidence
+	if at.IsZero() {
+		at = c.GrantedAt
+	}
+	return &ClaimEvidence{Kind: kind, AtUtc: at.UTC(), Detail: c.EvidenceDetail}
 }
 
 // Candidate is one item with what the ready set needs beyond its tags and

@@ -40,6 +40,9 @@ type InFlightEntry struct {
 	// LeaseDefaulted: the claim's lease is the short default, granted or
 	// last renewed without leaseSeconds (NoteLeaseDefaults).
 	LeaseDefaulted bool `json:"leaseDefaulted,omitempty"`
+	// LastEvidence is the holder's latest evidence of work: what keeps a
+	// lapsed claim quarantined.
+	LastEvidence *ClaimEvidence `json:"lastEvidence,omitempty"`
 }
 
 // BlockedEntry is an item excluded as blocked (a live blocker, or an
@@ -82,6 +85,9 @@ type LapsedEntry struct {
 	Owner               string    `json:"owner"`
 	Since               time.Time `json:"since"`
 	QuarantineEndsAtUtc time.Time `json:"quarantineEndsAtUtc"`
+	// LastEvidence is what the quarantine runs from: the holder's latest
+	// evidence of work, its kind and what it was.
+	LastEvidence *ClaimEvidence `json:"lastEvidence"`
 }
 
 // CleanReclaim is a same-owner re-claim of a lapsed claim inside the
@@ -152,13 +158,13 @@ func BuildReport(s Snapshot, r Result) Report {
 		if e.claim.InFlight() {
 			rep.InFlight = append(rep.InFlight, InFlightEntry{
 				Item: e.id, Owner: cv.Owner, Branch: cv.Branch, LeaseExpiresAtUtc: cv.LeaseExpiresAt.UTC(),
-				State: e.claim, Maintenance: cv.Purpose == "maintenance",
+				State: e.claim, Maintenance: cv.Purpose == "maintenance", LastEvidence: cv.Evidence(),
 			})
 		}
 		if e.claim == StateLapsed {
 			rep.Lapsed = append(rep.Lapsed, LapsedEntry{
 				Item: e.id, Owner: cv.Owner, Since: cv.LeaseExpiresAt.UTC(),
-				QuarantineEndsAtUtc: QuarantineEnds(*cv, s.Quarantine).UTC(),
+				QuarantineEndsAtUtc: QuarantineEnds(*cv, s.Quarantine).UTC(), LastEvidence: cv.Evidence(),
 			})
 		}
 		switch e.st {

@@ -11,9 +11,12 @@ import (
 
 func reportSnapshot() Snapshot {
 	maint := func(c *Candidate) { c.Claim.Purpose = "maintenance" }
+	pushed := func(c *Candidate) {
+		c.Claim.EvidenceKind, c.Claim.EvidenceDetail = EvidencePushByHolder, `a push by "w2[bot]" to "scratch"`
+	}
 	return snap(
 		mk(1, held("w/1"), anchored("src/")),
-		mk(2, lapsed("w/2"), blockedBy(12)),
+		mk(2, lapsed("w/2"), blockedBy(12), pushed),
 		mk(3, held("pm/1"), maint, complete()),
 		mk(4, parked(), attempts(3)),
 		mk(5, tg("state:parked"), attempts(1)),
@@ -39,10 +42,12 @@ func TestBuildReport(t *testing.T) {
 	rep := BuildReport(s, r)
 
 	lease1 := rnow.Add(10 * time.Minute)
+	grant := &ClaimEvidence{Kind: EvidenceGrant, AtUtc: rnow.Add(-time.Minute)}
+	ev2 := &ClaimEvidence{Kind: EvidencePushByHolder, AtUtc: rnow.Add(-20 * time.Minute), Detail: `a push by "w2[bot]" to "scratch"`}
 	wantInFlight := []InFlightEntry{
-		{Item: "issue-1", Owner: "w/1", Branch: "feat/w/1", LeaseExpiresAtUtc: lease1, State: StateHeld},
-		{Item: "issue-2", Owner: "w/2", Branch: "feat/w/2", LeaseExpiresAtUtc: rnow.Add(-10 * time.Minute), State: StateLapsed},
-		{Item: "issue-3", Owner: "pm/1", Branch: "feat/pm/1", LeaseExpiresAtUtc: lease1, State: StateHeld, Maintenance: true},
+		{Item: "issue-1", Owner: "w/1", Branch: "feat/w/1", LeaseExpiresAtUtc: lease1, State: StateHeld, LastEvidence: grant},
+		{Item: "issue-2", Owner: "w/2", Branch: "feat/w/2", LeaseExpiresAtUtc: rnow.Add(-10 * time.Minute), State: StateLapsed, LastEvidence: ev2},
+		{Item: "issue-3", Owner: "pm/1", Branch: "feat/pm/1", LeaseExpiresAtUtc: lease1, State: StateHeld, Maintenance: true, LastEvidence: grant},
 	}
 	if !reflect.DeepEqual(rep.InFlight, wantInFlight) {
 		t.Errorf("inFlight %+v", rep.InFlight)
@@ -85,7 +90,7 @@ func TestBuildReport(t *testing.T) {
 		!strings.Contains(rep.AwaitingAdmission[1].Detail, "admission-unrecorded") {
 		t.Errorf("awaitingAdmission %+v", rep.AwaitingAdmission)
 	}
-	wantLapsed := []LapsedEntry{{Item: "issue-2", Owner: "w/2", Since: rnow.Add(-10 * time.Minute), QuarantineEndsAtUtc: rnow.Add(40 * time.Minute)}}
+	wantLapsed := []LapsedEntry{{Item: "issue-2", Owner: "w/2", Since: rnow.Add(-10 * time.Minute), QuarantineEndsAtUtc: rnow.Add(40 * time.Minute), LastEvidence: ev2}}
 	if !reflect.DeepEqual(rep.Lapsed, wantLapsed) {
 		t.Errorf("lapsed %+v", rep.Lapsed)
 	}
@@ -121,11 +126,11 @@ func TestReportJSON(t *testing.T) {
 		t.Errorf("keys %v", keys)
 	}
 	for _, sub := range []string{
-		`"inFlight":[{"item":"issue-1","owner":"w/1","branch":"feat/w/1","leaseExpiresAtUtc":"2026-09-03T00:10:00Z","state":"held","maintenance":false}`,
+		`"inFlight":[{"item":"issue-1","owner":"w/1","branch":"feat/w/1","leaseExpiresAtUtc":"2026-09-03T00:10:00Z","state":"held","maintenance":false,"lastEvidence":{"kind":"grant","atUtc":"2026-09-02T23:59:00Z"}}`,
 		`"blocked":[{"item":"issue-6","waitingOn":["issue-7"]}`,
 		`"stalled":[{"item":"issue-8","blocker":"issue-4","rulingOwner":"pm","rulingTopic":"schema"}`,
 		`"parked":[{"item":"issue-4","attempts":3,"rulingOwner":"pm","rulingTopic":"schema","unpark":"a human with triage or more removes the parked label or runs /backlog unpark"}`,
-		`"lapsed":[{"item":"issue-2","owner":"w/2","since":"2026-09-02T23:50:00Z","quarantineEndsAtUtc":"2026-09-03T00:40:00Z"}]`,
+		`"lapsed":[{"item":"issue-2","owner":"w/2","since":"2026-09-02T23:50:00Z","quarantineEndsAtUtc":"2026-09-03T00:40:00Z","lastEvidence":{"kind":"push-by-holder","atUtc":"2026-09-02T23:40:00Z","detail":"a push by \"w2[bot]\" to \"scratch\""}}]`,
 		`"ready":[{"item":"issue-14","priority":"P0"}`,
 		`{"item":"issue-7","priority":"P1","overlaps":["issue-1"]}`,
 		`"summary":{"items":18,"ready":3,"inFlight":3,"blocked":3,"stalled":2,"parked":2,"awaitingAdmission":3,"complete":3}`,

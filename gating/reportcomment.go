@@ -295,7 +295,7 @@ var reportHints = map[string]string{
 	"stalled-by-parked":       "the blocker's ruling owner rules and a human unparks the blocker, or a `pm` or `human` token removes the `blockedBy` link.",
 	"invalid-blocker":         "fix the blocker's tags (its `state:` or its mandatory tags), or remove the `blockedBy` link.",
 	"cycle":                   "remove one `blockedBy` link of the cycle (a `pm` or `human` token).",
-	"edge-removed":            "a `pm` or `human` token restores the `blockedBy`/`partOf` link, or confirms its removal with its own write.",
+	"edge-removed":            "a human with triage or more judges whether the removal made work ready that is not, then runs `/backlog resolve` on this issue; or a `pm` or `human` token writes the link again.",
 	"issue-gone":              "restore or re-transfer the issue, or forget the item in the ledger (`DELETE`, once nothing depends on it).",
 	// Admission and parking.
 	"admission-unrecorded":    "nothing by hand: warden reads the issue's label events to find the admission; if none is found, a human with triage or more runs `/backlog admit`.",
@@ -314,6 +314,7 @@ var reportHints = map[string]string{
 	"unannounced-takeover":   "a takeover claim marker carries `prior-owner=` and `prior-fence=`; the attempt counts either way.",
 	"takeover-mismatch":      "the takeover marker must name the prior claim's owner and fence as the ledger recorded them.",
 	"takeover-collision":     "a human with triage or more checks both owners' work, stops one, and runs `/backlog resolve`.",
+	CodePriorBranchRewritten: "restore the prior attempt's branch from its last good head (the push event names it) if work was lost, then a human with triage or more runs `/backlog resolve`.",
 	"marker-edited":          "nothing: the earliest text counts; restore it to clear the confusion.",
 	"marker-deleted":         "nothing: the marker still counts as first posted.",
 	"outcome-without-tag":    "the holder writes the matching `state:complete` or `state:parked` tag (the tag has the effect), or posts a corrected outcome.",
@@ -336,7 +337,9 @@ var reportHints = map[string]string{
 	"issue-closed-item-live": "reopen the issue, or finish or forget the item.",
 	"complete-issue-open":    "close the issue (the item is complete).",
 	"pr-without-item":        "link the PR to an item (`Refs` and the issue number in its body, or the item id), or create an item for it.",
-	"branch-name-nit":        "optional: name the branch after the item id next time.",
+	CodeBranchNameNit:        "optional: next time name a sub-item's branch `<epic-branch>-<item-slug>`; the pull request already targets the epic branch from a head cut from it, which is what matters.",
+	CodeNestedEpicBranch:     "rename the branch beside the epic branch, `<epic-branch>-<item-slug>`, not under it: git cannot hold both `X` and `X/anything` (push it under the new name and reopen the pull request, or claim again with that `branch`).",
+	CodeDAGMissing:           "add to the informed grouping's epic issue body a ```` ```mermaid ```` `flowchart` (or `graph`) that names every member (as `issue-N` or `#N`, nested epics' members too), then write `state:complete` again.",
 	// Repository.
 	"ready-empty-pending":       "resolve what each pending item waits on (listed on the status page): a cycle, a stall or admissions.",
 	"settings-invalid":          "fix `.github/backlog.yml` on the default branch; the last good values apply meanwhile.",
@@ -359,6 +362,9 @@ var reportHints = map[string]string{
 	ExForeignRegion:       "claim it from its `homeRegion:`.",
 	ExMalformed:           "fix the item's tags (missing mandatory or duplicate single-valued tags).",
 	ExMissing:             "create or mirror the item.",
+
+	// Transitions mirrored to GitHub (transitions.go).
+	CodeReopenedAfterComplete: "nothing from warden: it leaves the issue open. Close the issue again if the work is done; if it is not, a human removes `state:complete` so the item is live again.",
 }
 
 // genericHint is ResolveHint's answer for a code it does not know.

@@ -41,7 +41,7 @@ var contractCodes = []string{
 var gatingCodes = []string{
 	"invalid-phase", "empty-tag-value", "dangling-link",
 	CodeClaimedUnmarked, CodeUnbackedMarker, CodeMalformedMarker, CodeDuplicateClaimMarker,
-	CodeUnannouncedTakeover, CodeTakeoverMismatch, CodeTakeoverCollision, CodeMarkerEdited,
+	CodeUnannouncedTakeover, CodeTakeoverMismatch, CodeTakeoverCollision, CodePriorBranchRewritten, CodeMarkerEdited,
 	CodeMarkerDeleted, CodeOutcomeWithoutTag, CodeForgedMarker, CodeUndeclaredAgent,
 	ExAwaitingAdmission, ExParked, ExPoisoned, ExGrouping, ExBlocked, ExStalled, ExInvalid,
 	ExUnknownState, ExCollisionHold, ExResourceBusy, ExLapsed, ExComplete, ExHeld,

@@ -22,10 +22,16 @@ type Settings struct {
 	// (OwnerPrincipal: an agent, not a run) may hold at once; 0 is
 	// unlimited (OwnerCap).
 	MaxClaimsPerOwner int
+	// CloseOnComplete is close_on_complete: when state:complete is
+	// recorded, warden closes the item's open issue as completed (a human
+	// who reopens it is reported, never fought).
+	CloseOnComplete bool
 }
 
-// DefaultSettings are the contract's defaults.
+// DefaultSettings are the contract's defaults: among them the dashboard
+// on (a repository opts out with `dashboard: false`) and the check run on.
 func DefaultSettings() Settings {
 	return Settings{ItemLabel: "backlog", AdmissionLabel: "needs-specification", ParkedLabel: "stale",
-		PoisonThreshold: 3, RulingOwner: "pm", DefaultPriority: "P2", DefaultPhase: "implementation", CheckRun: true}
+		PoisonThreshold: 3, RulingOwner: "pm", DefaultPriority: "P2", DefaultPhase: "implementation", CheckRun: true,
+		Dashboard: true, CloseOnComplete: true}
 }

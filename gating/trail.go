@@ -67,13 +67,16 @@ type GrantEntry struct {
 	LeaseExpiresAt time.Time
 }
 
-// BranchPush is a push to a branch (for collisions: a push to the branch
-// recorded for a claim that was taken over). Login, when known, is the
-// pusher's login (the push event's sender).
+// BranchPush is a push to a branch: to a branch recorded for one of the
+// item's claims, or (after a takeover) to any branch by a login that posted
+// a prior owner's markers. Login, when known, is the pusher's login (the
+// push event's sender). Rewrite says it force-pushed or deleted the branch
+// (RewriteForced, RewriteDeleted; "" for a push that only added commits).
 type BranchPush struct {
-	At     time.Time
-	Branch string
-	Login  string
+	At      time.Time
+	Branch  string
+	Login   string
+	Rewrite string
 }
 
 // TrailInput is everything EvaluateTrail reads about one item. Comments,
@@ -828,101 +831,6 @@ func (e *trlEval) historyLine(i int) AttemptLine {
 		l.Outcome += fmt.Sprintf(" (its outcome result=%s came later, in comment %d)", late.m.Result, late.c.ID)
 	}
 	return l
-}
-
-// collisions looks, after each takeover of an unclosed claim, for activity by
-// the prior owner: a marker naming it, or a push to the branch recorded for
-// its claim.
-func (e *trlEval) collisions(res *TrailResult) {
-	logins := map[string]map[string]bool{} // owner → logins that posted its markers
-	for _, mk := range e.marks {
-		if logins[mk.m.Owner] == nil {
-			logins[mk.m.Owner] = map[string]bool{}
-		}
-		logins[mk.m.Owner][mk.c.Author] = true
-	}
-	pushes := slices.Clone(e.in.Pushes)
-	slices.SortFunc(pushes, func(a, b BranchPush) int {
-		return cmp.Or(a.At.Compare(b.At), strings.Compare(a.Branch, b.Branch), strings.Compare(a.Login, b.Login))
-	})
-	resolved := e.in.CollisionResolvedAt
-	for i, cur := range e.entries {
-		if !cur.takeover {
-			continue
-		}
-		prior := e.entries[cur.prior]
-		tTime, tIdx := cur.at, -1
-		var ids []int64
-		what := fmt.Sprintf("%s took over %s's unclosed fence %d at fence %d (granted %s)", mkrQuote(cur.owner), mkrQuote(prior.owner), prior.fence, cur.fence, fmtTime(cur.at))
-		if cur.marker != nil {
-			tTime, tIdx = cur.marker.c.CreatedAt, cur.marker.idx
-			ids = []int64{cur.marker.c.ID}
-			what = fmt.Sprintf("%s took over %s's unclosed fence %d at fence %d (comment %d, %s)", mkrQuote(cur.owner), mkrQuote(prior.owner), prior.fence, cur.fence, cur.marker.c.ID, fmtTime(tTime))
-		}
-		// The prior owner regains custody legitimately with a later claim:
-		// its markers for that claim, and its pushes after it, are no
-		// collision.
-		regain := time.Time{}
-		for _, en := range e.entries[i+1:] {
-			if en.owner == prior.owner && !en.maint {
-				regain = en.at
-				break
-			}
-		}
-		flag := func(at time.Time, evidence string, extra ...int64) {
-			if !resolved.IsZero() && !at.After(resolved) {
-				return
-			}
-			res.CollisionHold = true
-			e.report(CodeTakeoverCollision, cur.fence, what+", but "+mkrQuote(prior.owner)+" was active after it: "+evidence+"; the item is held until a human runs /backlog resolve",
-				append(slices.Clone(ids), extra...)...)
-		}
-		for _, mk := range e.marks {
-			if mk.m.Owner != prior.owner {
-				continue
-			}
-			after := tIdx >= 0 && mk.idx > tIdx || tIdx < 0 && mk.c.CreatedAt.After(tTime)
-			if !after || mk.entry > i && e.entries[mk.entry].owner == prior.owner {
-				continue
-			}
-			flag(mk.c.CreatedAt, fmt.Sprintf("%s marker %s (comment %d by %s, %s)", mk.m.Kind, mkrQuote(mk.m.Line), mk.c.ID, mkrQuote(mk.c.Author), fmtTime(mk.c.CreatedAt)), mk.c.ID)
-		}
-		if prior.grant == nil || prior.grant.Branch == "" {
-			continue
-		}
-		branch := prior.grant.Branch
-		var sharers []string // later holders working on the same branch
-		for _, en := range e.entries[i:] {
-			if en.grant != nil && en.grant.Branch == branch && en.owner != prior.owner {
-				sharers = append(sharers, en.owner)
-			}
-		}
-		for _, p := range pushes {
-			if p.Branch != branch || !p.At.After(tTime) || !regain.IsZero() && !p.At.Before(regain) {
-				continue
-			}
-			if len(sharers) > 0 {
-				// The new holder builds on the prior branch: only a push by a
-				// login known to post for the prior owner, and for none of
-				// the new holders, is the prior owner's.
-				if p.Login == "" || !logins[prior.owner][p.Login] {
-					continue
-				}
-				theirs := false
-				for _, o := range sharers {
-					theirs = theirs || logins[o][p.Login]
-				}
-				if theirs {
-					continue
-				}
-			}
-			by := ""
-			if p.Login != "" {
-				by = " by " + mkrQuote(p.Login)
-			}
-			flag(p.At, fmt.Sprintf("a push to %s's branch %s%s at %s", mkrQuote(prior.owner), mkrQuote(branch), by, fmtTime(p.At)))
-		}
-	}
 }
 
 // outcomeTags checks the latest outcome against the tags: completion and

@@ -9,8 +9,10 @@ import (
 // under. Bump it with any change to what EvaluateTrail counts or holds
 // (attempts, custody records, collisions) or to the summary's own steps: a
 // store discards a summary of another version and reads the whole history
-// again.
-const TrailSummaryVersion = 2 // 2: a maintenance claim changes no custody of work; Prev is the last non-maintenance record
+// again. Version 2: a maintenance claim changes no custody of work and
+// Prev is the last non-maintenance record; 3: after a takeover, prose and
+// pushes to any branch may be collisions.
+const TrailSummaryVersion = 3
 
 // TrailSummary is what a claim's judgement reads of an item's history
 // (EvaluateTrail's attempts, the unknown flag and the collision hold, and
@@ -237,10 +239,12 @@ func (s TrailSummary) WithRelease(fence int64) (TrailSummary, bool) {
 }
 
 // WithPush is the summary with one more push recorded. A push counts only
-// toward a collision on a takeover's prior branch: to any other branch it
-// changes nothing; to such a branch, it is false.
+// toward a collision after a takeover (to the prior's branch, or elsewhere
+// by a login posting for the prior owner): with no takeover it changes
+// nothing (a rewrite is a finding, which the summary does not keep); after
+// one, it is false.
 func (s TrailSummary) WithPush(p BranchPush) (TrailSummary, bool) {
-	if slices.ContainsFunc(s.Takeovers, func(t TrailTakeover) bool { return t.Branch != "" && t.Branch == p.Branch }) {
+	if len(s.Takeovers) > 0 {
 		return s, false
 	}
 	return s, true
@@ -271,7 +275,8 @@ func (s TrailSummary) WithComment(old *TrailComment, c TrailComment, item ItemID
 	m, isMark := countedMark(&c, item)
 	switch {
 	case !wasMark && !isMark:
-		return s, true
+		// Prose by a prior owner's login after a takeover is a collision.
+		return s, len(s.Takeovers) == 0
 	case wasMark && isMark:
 		same := old.ID == c.ID && old.Body == c.Body && old.Author == c.Author && old.CreatedAt.Equal(c.CreatedAt)
 		return s, same

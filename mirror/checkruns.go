@@ -159,92 +159,12 @@ func (m *Mirror) cutFromDefault(ctx context.Context, repo store.Repo, epicBranch
 	return false, nil
 }
 
-// writeCheckRun creates the head's check run once, then edits it only when
-// the verdict's conclusion, title or summary changed. Nothing is written in
-// dry_run.
+// writeCheckRun creates the head's `backlog` check run once, then edits it
+// only when the verdict's conclusion, title or summary changed. Nothing is
+// written in dry_run.
 func (m *Mirror) writeCheckRun(ctx context.Context, repo store.Repo, set gating.Settings, sha string, v gating.CheckVerdict) (string, error) {
-	hash := checkRunHash(v.Conclusion, v.Title, v.Summary)
-	old, err := m.Ledger.CheckRun(ctx, repo.ID, sha)
-	if err != nil {
-		return "", err
-	}
-	if old == nil && newHead(ctx) != sha && !set.DryRun {
-		// A head no delivery just brought (a pull request opened, pushed
-		// to, a check suite requested): with no record, warden's run may be
-		// on GitHub already (a new or restored database, a missed
-		// delivery). Adopt it, and rewrite it only if it says otherwise.
-		c, err := m.callsFor(repo)
-		if err != nil {
-			return "", err
-		}
-		id, written, err := m.findCheckRun(ctx, c, sha)
-		if err != nil {
-			return "", err
-		}
-		if id != 0 {
-			if err := m.Ledger.PutCheckRun(ctx, repo.ID, sha, store.CheckRunRecord{ID: id, WrittenHash: written}); err != nil {
-				return "", err
-			}
-			return m.writeCheckRun(ctx, repo, set, sha, v)
-		}
-	}
-	if old != nil && old.WrittenHash == hash {
-		return "", nil
-	}
-	if set.DryRun {
-		// No record either: the run is not on GitHub.
-		m.heldWrite(repo, "check run", "sha", sha, "conclusion", v.Conclusion, "title", v.Title)
-		return fmt.Sprintf("check run on %s would be %s (dry run)", shortSHA(sha), v.Conclusion), nil
-	}
-	c, err := m.callsFor(repo)
-	if err != nil {
-		return "", err
-	}
-	out := &github.CheckRunOutput{Title: github.String(v.Title), Summary: github.String(v.Summary)}
-	now := github.Timestamp{Time: m.now()}
-	if old != nil && old.ID != 0 {
-		err := c.updateCheckRun(ctx, old.ID, github.UpdateCheckRunOptions{Name: CheckRunName,
-			Status: github.String("completed"), Conclusion: github.String(v.Conclusion), CompletedAt: &now, Output: out})
-		if err == nil {
-			return fmt.Sprintf("check run on %s: %s", shortSHA(sha), v.Conclusion),
-				m.Ledger.PutCheckRun(ctx, repo.ID, sha, store.CheckRunRecord{ID: old.ID, Conclusion: v.Conclusion, WrittenHash: hash})
-		}
-		if !errors.Is(err, errNotFound) {
-			return "", fmt.Errorf("update the check run on %s: %w", shortSHA(sha), err)
-		}
-		// Gone (the head was force-pushed away and collected): create anew.
-	}
-	if old != nil && old.ID == 0 {
-		// A create was under way when its writer stopped (a crash, a
-		// replica killed): the run may exist. Adopt it rather than make a
-		// second one.
-		id, _, err := m.findCheckRun(ctx, c, sha)
-		if err != nil {
-			return "", err
-		}
-		if id != 0 {
-			if err := m.Ledger.PutCheckRun(ctx, repo.ID, sha, store.CheckRunRecord{ID: id, WrittenHash: checkRunCreating}); err != nil {
-				return "", err
-			}
-			return m.writeCheckRun(ctx, repo, set, sha, v)
-		}
-	}
-	// The intent is recorded first, so a writer that stops between the
-	// create and its record leaves a trace for the next one (above).
-	if err := m.Ledger.PutCheckRun(ctx, repo.ID, sha, store.CheckRunRecord{WrittenHash: checkRunCreating}); err != nil {
-		return "", err
-	}
-	id, err := c.createCheckRun(ctx, github.CreateCheckRunOptions{Name: CheckRunName, HeadSHA: sha,
-		Status: github.String("completed"), Conclusion: github.String(v.Conclusion), CompletedAt: &now, Output: out})
-	if err != nil {
-		if errors.Is(err, errUnprocessable) {
-			// An unknown commit (force-pushed away): nothing to check.
-			return fmt.Sprintf("check run on %s: commit unknown to GitHub", shortSHA(sha)), nil
-		}
-		return "", fmt.Errorf("create the check run on %s: %w", shortSHA(sha), err)
-	}
-	return fmt.Sprintf("check run on %s created: %s", shortSHA(sha), v.Conclusion),
-		m.Ledger.PutCheckRun(ctx, repo.ID, sha, store.CheckRunRecord{ID: id, Conclusion: v.Conclusion, WrittenHash: hash})
+	return m.writeRun(ctx, repo, set.DryRun, checkRunWrite{name: CheckRunName, key: sha, sha: sha,
+		conclusion: v.Conclusion, title: v.Title, summary: v.Summary})
 }
 
 // checkRunCreating is the written hash of a check run record whose create
@@ -271,11 +191,11 @@ func withNewHead(ctx context.Context, sha string) context.Context {
 // newHead is the new head ctx's delivery brought ("" for none).
 func newHead(ctx context.Context) string { v, _ := ctx.Value(newHeadKey{}).(string); return v }
 
-// findCheckRun returns the id of warden's `backlog` check run on sha, if
+// findCheckRun returns the id of warden's check run named name on sha, if
 // GitHub has one (0 if not), and the hash of what it says: one read,
 // filtered by name, matched to warden's App by its slug. Without warden's
 // identity it refuses rather than risk a second run.
-func (m *Mirror) findCheckRun(ctx context.Context, c checkCalls, sha string) (int64, string, error) {
+func (m *Mirror) findCheckRun(ctx context.Context, c checkCalls, sha, name string) (int64, string, error) {
 	bot := ""
 	if m.Bot != nil {
 		bot = m.Bot()
@@ -284,12 +204,12 @@ func (m *Mirror) findCheckRun(ctx context.Context, c checkCalls, sha string) (in
 	if !ok || slug == "" {
 		return 0, "", fmt.Errorf("find the check run on %s: warden's own App is not known yet", shortSHA(sha))
 	}
-	runs, err := c.checkRunsFor(ctx, sha, CheckRunName)
+	runs, err := c.checkRunsFor(ctx, sha, name)
 	if err != nil {
 		return 0, "", fmt.Errorf("find the check run on %s: %w", shortSHA(sha), err)
 	}
 	for _, r := range runs {
-		if r.GetApp().GetSlug() == slug && r.GetName() == CheckRunName {
+		if r.GetApp().GetSlug() == slug && r.GetName() == name {
 			return r.GetID(), checkRunHash(r.GetConclusion(), r.GetOutput().GetTitle(), r.GetOutput().GetSummary()), nil
 		}
 	}

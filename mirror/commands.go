@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -197,13 +198,33 @@ func (m *Mirror) runCommand(ctx context.Context, repo store.Repo, n int, cmd gat
 		if err != nil {
 			return "", err
 		}
-		if !rs.Trails[id].CollisionHold {
-			return "", refuseCommand("%s has no takeover-collision hold to resolve", id)
-		}
-		if err := m.Acts.Resolve(ctx, repo.ID, n, m.now(), login); err != nil {
+		tr := rs.Trails[id]
+		hold := tr.CollisionHold
+		rewritten := slices.ContainsFunc(tr.Findings, func(f gating.TrailFinding) bool { return f.Code == gating.CodePriorBranchRewritten })
+		// A pm's edge removals are acknowledged too (edge-removed).
+		acked, err := m.Acts.AckEdgeRemovals(ctx, repo.ID, n, "", "", login, "/backlog resolve", m.now())
+		if err != nil {
 			return "", err
 		}
-		return fmt.Sprintf("%s: takeover collision resolved by %s", id, login), nil
+		if !hold && !rewritten && acked == 0 {
+			return "", refuseCommand("%s has no takeover-collision hold, no prior-branch-rewritten and no edge removal to resolve", id)
+		}
+		var outs []string
+		if hold || rewritten {
+			if err := m.Acts.Resolve(ctx, repo.ID, n, m.now(), login); err != nil {
+				return "", err
+			}
+			if hold {
+				outs = append(outs, "takeover collision resolved")
+			}
+			if rewritten {
+				outs = append(outs, "prior branch rewrite acknowledged")
+			}
+		}
+		if acked > 0 {
+			outs = append(outs, fmt.Sprintf("%d edge removal(s) acknowledged", acked))
+		}
+		return fmt.Sprintf("%s: %s by %s", id, strings.Join(outs, ", "), login), nil
 	}
 	return "", refuseCommand("unknown command")
 }

@@ -67,7 +67,7 @@ type Dashboards struct {
 	// created. Nil or "": among open issues created by any bot account.
 	Bot func() string
 	// Settings returns a repository's settings (`dashboard`, `dry_run`);
-	// nil: the defaults, under which the dashboard is off.
+	// nil: the defaults, under which the dashboard is on (`dashboard: false` turns it off).
 	Settings func(ctx context.Context, r store.Repo) gating.Settings
 }
 

@@ -16,7 +16,8 @@ type DashboardSink interface {
 // syncDashboard renders the repository's dashboard (CONTRACT.md §2
 // `dashboard: true`): the "where are we" report of §9 and the
 // repository-wide findings (the ready set's, the settings', pull requests
-// linking no item), and keeps its issue in step. Off by default.
+// linking no item), and keeps its issue in step. On by default (the
+// settings opt out with `dashboard: false`).
 func (m *Mirror) syncDashboard(ctx context.Context, repo store.Repo, set gating.Settings, rs *store.Snapshot, ready gating.Result) (string, error) {
 	if !set.Dashboard || m.Dashboards == nil {
 		return "", nil

@@ -85,15 +85,22 @@ func (m *Mirror) HandleIssueComment(ctx context.Context, ev Event) (string, erro
 		return "", err
 	}
 	if p.Issue.PullRequest != nil {
-		// A pull request's conversation: /backlog recheck only.
+		// A pull request's conversation: /backlog recheck, and evidence of
+		// work when a holder's login comments there.
 		if ev.FromSelf {
 			return OutcomeIgnored, nil
 		}
+		ev2 := ""
+		if at, ok := parseGHTime(p.Comment.UpdatedAt); ok && ev.Action != "deleted" {
+			if ev2, err = m.commentActivity(ctx, repo, p.Comment.User.Login, 0, p.Issue.Number, at); err != nil {
+				return "", err
+			}
+		}
 		out, err := m.handleCommand(ctx, ev, repo, &p, true)
 		if err != nil || out != "" {
-			return out, err
+			return out + ev2, err
 		}
-		return "a pull request's comment: " + OutcomeIgnored, nil
+		return "a pull request's comment: " + OutcomeIgnored + ev2, nil
 	}
 	// The payload carries the issue's labels as of its updated_at: recorded
 	// like an issues delivery's (an older one never overwrites a newer), so
@@ -108,9 +115,15 @@ func (m *Mirror) HandleIssueComment(ctx context.Context, ev Event) (string, erro
 		}
 	}
 	id := gating.IDFor(p.Issue.Number)
-	item, err := m.Ledger.Get(ctx, repo.ID, id)
+	_, err = m.Ledger.Get(ctx, repo.ID, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return "not an item: " + OutcomeIgnored, nil
+		out := ""
+		if at, ok := parseGHTime(p.Comment.UpdatedAt); ok && ev.Action != "deleted" && !ev.FromSelf {
+			if out, err = m.commentActivity(ctx, repo, p.Comment.User.Login, 0, 0, at); err != nil {
+				return "", err
+			}
+		}
+		return "not an item: " + OutcomeIgnored + out, nil
 	} else if err != nil {
 		return "", err
 	}
@@ -151,18 +164,13 @@ func (m *Mirror) HandleIssueComment(ctx context.Context, ev Event) (string, erro
 	if !changed {
 		outcome += " (already recorded)"
 	}
-	if ev.Action != "deleted" && item.Grant != nil && item.Fence.Claimed() {
-		if holder, err := m.claimMarkerLogin(ctx, repo.ID, &item); err != nil {
+	if ev.Action != "deleted" && !ev.FromSelf {
+		// A comment by a login acting for a holder is evidence of its work.
+		out, err := m.commentActivity(ctx, repo, p.Comment.User.Login, n, 0, updated)
+		if err != nil {
 			return "", err
-		} else if holder != "" && strings.EqualFold(holder, r.Author) {
-			ok, err := m.Ledger.RecordEvidence(ctx, repo.ID, id, item.Fence.Token, updated, store.EvidenceComment)
-			if err != nil {
-				return "", err
-			}
-			if ok {
-				outcome += fmt.Sprintf("; evidence of work for fence %d", item.Fence.Token)
-			}
 		}
+		outcome += out
 	}
 	if ev.FromSelf {
 		return outcome, nil
@@ -218,21 +226,17 @@ func (m *Mirror) trustAuthor(ctx context.Context, repo store.Repo, r *store.Trai
 	r.HasWrite = gating.HasWrite(role)
 }
 
-// claimMarkerLogin is the login that posted the trusted claim marker of the
-// item's current grant (owner and fence match), "" when none is recorded.
-func (m *Mirror) claimMarkerLogin(ctx context.Context, repoID int64, it *store.Item) (string, error) {
-	trail, err := m.Ledger.TrailComments(ctx, repoID, it.ID)
+// commentActivity records a comment by login (on item n, on pull request
+// pr, or elsewhere when both are 0) as evidence of work for the claims whose
+// holder it acts for (store.RecordActivity), saying so ("" when none).
+func (m *Mirror) commentActivity(ctx context.Context, repo store.Repo, login string, n, pr int, at time.Time) (string, error) {
+	res, err := m.Ledger.RecordActivity(ctx, repo.ID, store.Activity{Kind: store.ActivityComment, Login: login, Item: n, PR: pr, At: at})
 	if err != nil {
 		return "", err
 	}
-	for _, r := range trail {
-		if !r.IsAgent && !r.IsWarden && !r.HasWrite {
-			continue
-		}
-		mk, st := gating.ParseMarker(r.EarliestBody, it.ID)
-		if st == gating.MarkerValid && mk.Kind == gating.KindClaim && mk.Owner == it.Grant.Owner && mk.Fence == it.Fence.Token {
-			return r.Author, nil
-		}
+	out := ""
+	for _, e := range res.Evidence {
+		out += fmt.Sprintf("; evidence of work for %s fence %d", e.Item, e.Fence)
 	}
-	return "", nil
+	return out, nil
 }

@@ -114,6 +114,9 @@ func (m *Mirror) HandleIssues(ctx context.Context, ev Event) (string, error) {
 	if err := m.recordSpecEdit(ctx, ev, repo, &p); err != nil {
 		return "", err
 	}
+	if err := m.noteIssueStateAct(ctx, ev, repo, &p); err != nil {
+		return "", err
+	}
 	set := m.settings(ctx, repo)
 	makesItem := (ev.Action == "opened" || ev.Action == "reopened" || ev.Action == "transferred") && p.hasLabel(set.ItemLabel) ||
 		ev.Action == "labeled" && p.Label != nil && strings.EqualFold(p.Label.Name, set.ItemLabel)

@@ -47,6 +47,23 @@ func (m *Mirror) HandlePullRequest(ctx context.Context, ev Event) (string, error
 	if !applied {
 		outs = append(outs, "older than recorded")
 	}
+	if ev.Action != "closed" {
+		// Activity on a PR from a claim's branch, or by its holder, is
+		// evidence of work (CONTRACT.md §9).
+		// A fork's branch of the same name is not the claim's.
+		head := ""
+		if strings.EqualFold(rec.HeadRepoFullName, repo.FullName) {
+			head = rec.HeadRef
+		}
+		act, err := m.Ledger.RecordActivity(ctx, repo.ID, store.Activity{Kind: store.ActivityPull, Login: p.GetSender().GetLogin(),
+			Branch: head, PR: rec.Number, Action: ev.Action, At: rec.UpdatedAt})
+		if err != nil {
+			return "", err
+		}
+		for _, e := range act.Evidence {
+			outs = append(outs, fmt.Sprintf("evidence of work for %s fence %d", e.Item, e.Fence))
+		}
+	}
 	hctx := ctx
 	if ev.Action == "opened" || ev.Action == "synchronize" {
 		hctx = withNewHead(ctx, rec.HeadSHA) // a head no run can be on yet

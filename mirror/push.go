@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wardenhq/warden/gating"
 	"github.com/wardenhq/warden/mirror/store"
 )
 
@@ -25,6 +26,9 @@ type pushPayload struct {
 	Deleted bool   `json:"deleted"`
 	Forced  bool   `json:"forced"`
 	Compare string `json:"compare"`
+	// BaseRef is the branch whose head the pushed ref now points at, when
+	// the push created it there (GitHub's base_ref; null otherwise).
+	BaseRef *string `json:"base_ref"`
 	// Size and DistinctSize are absent from webhooks and present in the
 	// events API's form, where commits are cut to 20.
 	Size         *int         `json:"size"`
@@ -121,6 +125,13 @@ func (p *pushPayload) pushTime() time.Time {
 	return time.Time{}
 }
 
+// headIsNew reports whether the push's head commit is new to the
+// repository (GitHub marks it distinct): no check run can be on it yet.
+func (p *pushPayload) headIsNew() bool {
+	h := p.HeadCommit
+	return h != nil && h.ID == p.After && h.Distinct != nil && *h.Distinct
+}
+
 // isZeroSHA reports whether sha is GitHub's all-zeros SHA (no commit: a
 // created or deleted branch's other end) or empty.
 func isZeroSHA(sha string) bool {
@@ -130,10 +141,12 @@ func isZeroSHA(sha string) bool {
 // HandlePush follows a push to a branch (CONTRACT.md §3): the settings file
 // on the default branch (the store applies the human-push rule), the
 // anchors of the items based on the branch (anchorsOnPush), evidence of
-// work for the live or lapsed claims whose recorded branch it is (§9), and
-// a log of the push for every item that ever had a grant on the branch
-// (takeover collisions, §6). A branch deletion is none of these, nor is a
-// push by warden itself.
+// work for the live or lapsed claims it shows alive (§9: a push to the
+// claim's branch, a branch created at its head, a push elsewhere by a login
+// acting for the holder), and a log of the push for every item that ever
+// had a grant on the branch (takeover collisions, §6, and, for a force-push
+// or a deletion, prior-branch-rewritten). A deletion is logged and nothing
+// else; a push by warden itself is none of these.
 func (m *Mirror) HandlePush(ctx context.Context, ev Event) (string, error) {
 	if ev.FromSelf {
 		return OutcomeIgnored, nil
@@ -146,22 +159,31 @@ func (m *Mirror) HandlePush(ctx context.Context, ev Event) (string, error) {
 	if !ok || branch == "" {
 		return "not a branch: " + OutcomeIgnored, nil
 	}
-	if p.Deleted {
-		return "branch deleted: " + OutcomeIgnored, nil
-	}
 	repo, err := m.Ledger.RepoByID(ctx, p.Repository.ID)
 	if errors.Is(err, store.ErrNotFound) {
 		return "repository not served", nil
 	} else if err != nil {
 		return "", err
 	}
+	if p.Deleted {
+		return m.logRewrite(ctx, repo, branch, p, "branch deleted")
+	}
 	var outs []string
 	if m.SettingsStore != nil {
-		out, err := m.SettingsStore.OnPush(ctx, repo, p.settingsPush())
+		out, check, err := m.SettingsStore.onPush(ctx, repo, p.settingsPush())
 		if err != nil {
 			return "", err
 		}
 		if out != "" {
+			outs = append(outs, out)
+		}
+		cctx := ctx
+		if p.headIsNew() {
+			cctx = withNewHead(ctx, p.After) // no run can be on a commit pushed for the first time
+		}
+		if out, err := m.settingsCheckRun(cctx, repo, check); err != nil {
+			return "", err
+		} else if out != "" {
 			outs = append(outs, out)
 		}
 	}
@@ -172,10 +194,16 @@ func (m *Mirror) HandlePush(ctx context.Context, ev Event) (string, error) {
 	} else if out != "" {
 		outs = append(outs, out)
 	}
-	got, err := m.Ledger.RecordPushEvidence(ctx, repo.ID, branch, at)
+	got, err := m.Ledger.RecordPushEvidence(ctx, repo.ID, branch, at, p.Sender.Login)
 	if err != nil {
 		return "", err
 	}
+	act, err := m.Ledger.RecordActivity(ctx, repo.ID, store.Activity{Kind: store.ActivityPush, Login: p.Sender.Login, Branch: branch,
+		BaseRef: strings.TrimPrefix(deref(p.BaseRef), "refs/heads/"), Rewrite: p.rewrite(), At: at})
+	if err != nil {
+		return "", err
+	}
+	got = append(got, act.Evidence...)
 	if len(got) == 0 {
 		outs = append(outs, "no claim on "+branch)
 	} else {
@@ -187,18 +215,72 @@ func (m *Mirror) HandlePush(ctx context.Context, ev Event) (string, error) {
 	}
 	// Every item that ever had a claim on this branch logs the push: a push
 	// by a prior owner after a takeover is a collision (CONTRACT.md §6).
-	nums, err := m.Ledger.RecordBranchPush(ctx, repo.ID, branch, at, p.Sender.Login)
+	nums, err := m.Ledger.RecordBranchPush(ctx, repo.ID, branch, at, p.Sender.Login, p.rewrite())
 	if err != nil {
 		return "", err
 	}
+	settled, err := m.settleAll(ctx, repo, append(nums, act.Logged...))
+	if err != nil {
+		return "", err
+	}
+	return strings.Join(append(outs, settled...), "; "), nil
+}
+
+// logRewrite logs a deletion of branch (at warden's clock: a deletion's
+// payload carries no time of its own) for every item that ever had a grant
+// on it, and settles them (prior-branch-rewritten).
+func (m *Mirror) logRewrite(ctx context.Context, repo store.Repo, branch string, p *pushPayload, what string) (string, error) {
+	nums, err := m.Ledger.RecordBranchPush(ctx, repo.ID, branch, m.now(), p.Sender.Login, p.rewrite())
+	if err != nil {
+		return "", err
+	}
+	outs := []string{what}
+	if len(nums) == 0 {
+		outs = append(outs, "no claim ever recorded "+branch)
+	}
+	settled, err := m.settleAll(ctx, repo, nums)
+	if err != nil {
+		return "", err
+	}
+	return strings.Join(append(outs, settled...), "; "), nil
+}
+
+// settleAll settles each item once (numbers may repeat). A failure fails
+// the delivery, whose retry finds the push already logged.
+func (m *Mirror) settleAll(ctx context.Context, repo store.Repo, nums []int) ([]string, error) {
+	var outs []string
+	seen := map[int]bool{}
 	for _, n := range nums {
+		if seen[n] {
+			continue
+		}
+		seen[n] = true
 		out, err := m.settleItem(ctx, repo, n)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
 		if out != "" {
 			outs = append(outs, out)
 		}
 	}
-	return strings.Join(outs, "; "), nil
+	return outs, nil
+}
+
+// rewrite is how the push rewrote its branch (gating.RewriteDeleted,
+// RewriteForced, or "" for one that only added commits).
+func (p *pushPayload) rewrite() string {
+	switch {
+	case p.Deleted:
+		return gating.RewriteDeleted
+	case p.Forced:
+		return gating.RewriteForced
+	}
+	return ""
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

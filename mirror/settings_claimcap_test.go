@@ -40,18 +40,18 @@ func TestMaxClaimsPerOwnerSetting(t *testing.T) {
 		switch {
 		case c.problem == "" && len(probs) != 0:
 			t.Errorf("%q: problems %+v", c.file, probs)
-		case c.problem != "" && (len(probs) != 1 || probs[0].Field != "max_claims_per_owner" || !strings.Contains(probs[0].Detail, c.problem) ||
-			probs[0].Code != SettingsInvalid || !strings.Contains(probs[0].Detail, "keeps its last good value 4")):
+		case c.problem != "" && (len(probs) != 1 || probs[0].Key != "max_claims_per_owner" || !strings.Contains(probs[0].String(), c.problem) ||
+			probs[0].Code != SettingsInvalid || !strings.Contains(probs[0].String(), "keeps its last good value 4")):
 			t.Errorf("%q: problems %+v, want one settings-invalid on max_claims_per_owner saying %q and keeping 4", c.file, probs, c.problem)
 		}
 	}
-	if _, probs := ParseSettingsFile([]byte("max-claims-per-owner: 2\n"), last); len(probs) != 1 || !strings.Contains(probs[0].Detail, "did you mean max_claims_per_owner?") {
+	if _, probs := ParseSettingsFile([]byte("max-claims-per-owner: 2\n"), last); len(probs) != 1 || !strings.Contains(probs[0].String(), "did you mean max_claims_per_owner?") {
 		t.Errorf("a misspelt key: %+v", probs)
 	}
 	// An agent's push: nothing changes, the field is named.
 	proposed, probs := ParseSettingsFile([]byte("max_claims_per_owner: 9\n"), gating.DefaultSettings())
 	got, findings := DecideSettingsChange(gating.DefaultSettings(), proposed, probs, false)
-	if got.MaxClaimsPerOwner != 0 || len(findings) != 1 || findings[0].Code != SettingsChangedByAgent || findings[0].Field != "max_claims_per_owner" {
+	if got.MaxClaimsPerOwner != 0 || len(findings) != 1 || findings[0].Code != SettingsChangedByAgent || findings[0].Key != "max_claims_per_owner" {
 		t.Errorf("an agent's push: %+v %+v", got, findings)
 	}
 	if got, _ := DecideSettingsChange(gating.DefaultSettings(), proposed, probs, true); got.MaxClaimsPerOwner != 9 {

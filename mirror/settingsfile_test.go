@@ -13,7 +13,7 @@ import (
 func customSettings() gating.Settings {
 	return gating.Settings{ItemLabel: "todo", AdmissionLabel: "triage", ParkedLabel: "on-hold", PoisonThreshold: 5,
 		Agents: []string{"robo-1"}, RulingOwner: "lead", DefaultPriority: "P1", DefaultPhase: "research",
-		CheckRun: false, RequireItem: true, Dashboard: true, PostMarkers: true, DryRun: true}
+		CheckRun: false, RequireItem: true, Dashboard: false, PostMarkers: true, DryRun: true, CloseOnComplete: true}
 }
 
 func defaultsWith(f func(*gating.Settings)) gating.Settings {
@@ -33,15 +33,16 @@ ruling_owner: alice
 defaults: { priority: P0, phase: integration }
 check_run: false
 require_item: true
-dashboard: true
+dashboard: false
 post_markers: true
 dry_run: true
+close_on_complete: false
 `
 
 func fullSettings() gating.Settings {
 	return gating.Settings{ItemLabel: "work", AdmissionLabel: "Needs Spec", ParkedLabel: "parked", PoisonThreshold: 4,
 		Agents: []string{"ci-bot", "renovate[bot]"}, RulingOwner: "alice", DefaultPriority: "P0", DefaultPhase: "integration",
-		CheckRun: false, RequireItem: true, Dashboard: true, PostMarkers: true, DryRun: true}
+		CheckRun: false, RequireItem: true, Dashboard: false, PostMarkers: true, DryRun: true}
 }
 
 func TestParseSettingsFile(t *testing.T) {
@@ -68,13 +69,13 @@ ruling_owner: pm
 defaults: { priority: P2, phase: implementation }
 check_run: true
 require_item: false
-dashboard: false
+dashboard: true
 post_markers: false
 dry_run: false
 `, customSettings(), defaultsWith(func(s *gating.Settings) { s.Agents = []string{} }), nil},
 		{"every field set", fullFile, customSettings(), fullSettings(), nil},
-		{"absent fields take the defaults, not the last good values", "dashboard: true\n", customSettings(),
-			defaultsWith(func(s *gating.Settings) { s.Dashboard = true }), nil},
+		{"absent fields take the defaults, not the last good values", "dashboard: false\n", customSettings(),
+			defaultsWith(func(s *gating.Settings) { s.Dashboard = false }), nil},
 		{"null values take the defaults", "labels:\n  item:\npoison_threshold: ~\nagents:\ndefaults:\ncheck_run: null\n", customSettings(), gating.DefaultSettings(), nil},
 		{"a byte-order mark", "\ufeffdry_run: true\n", gating.DefaultSettings(), defaultsWith(func(s *gating.Settings) { s.DryRun = true }), nil},
 		{"YAML aliases", "defaults: &d {priority: P1, phase: research}\nruling_owner: &o bob\nagents: [*o]\n", gating.DefaultSettings(),
@@ -184,7 +185,7 @@ dry_run: false
 		{"defaults not a mapping", "defaults: P1\n", customSettings(), defaultsWith(func(s *gating.Settings) { s.DefaultPriority, s.DefaultPhase = "P1", "research" }),
 			[]problem{{"defaults", "must be a mapping"}}},
 		{"unknown key under defaults", "defaults: {priority: P0, region: eu}\n", gating.DefaultSettings(),
-			defaultsWith(func(s *gating.Settings) { s.DefaultPriority = "P0" }), []problem{{"defaults.region", `unknown setting "defaults.region"`}}},
+			defaultsWith(func(s *gating.Settings) { s.DefaultPriority = "P0" }), []problem{{"defaults.region", "unknown key, ignored"}}},
 
 		// booleans
 		{"booleans in capitals", "check_run: False\ndry_run: TRUE\n", gating.DefaultSettings(),
@@ -193,7 +194,7 @@ dry_run: false
 			[]problem{{"check_run", `"yes" must be true or false; it keeps its last good value false`}}},
 		{"require_item 1", "require_item: 1\n", customSettings(), defaultsWith(func(s *gating.Settings) { s.RequireItem = true }),
 			[]problem{{"require_item", "must be true or false"}}},
-		{"dashboard quoted", "dashboard: 'true'\n", customSettings(), defaultsWith(func(s *gating.Settings) { s.Dashboard = true }),
+		{"dashboard quoted", "dashboard: 'true'\n", customSettings(), defaultsWith(func(s *gating.Settings) { s.Dashboard = false }),
 			[]problem{{"dashboard", "must be true or false"}}},
 		{"post_markers on", "post_markers: on\n", customSettings(), defaultsWith(func(s *gating.Settings) { s.PostMarkers = true }),
 			[]problem{{"post_markers", "must be true or false"}}},
@@ -202,21 +203,21 @@ dry_run: false
 
 		// Unknown and repeated keys.
 		{"unknown key", "colour: blue\ndry_run: true\n", gating.DefaultSettings(), defaultsWith(func(s *gating.Settings) { s.DryRun = true }),
-			[]problem{{"colour", `unknown setting "colour"; it is ignored`}}},
+			[]problem{{"colour", "colour: unknown key, ignored"}}},
 		{"a hyphenated key", "poison-threshold: 2\n", gating.DefaultSettings(), gating.DefaultSettings(),
 			[]problem{{"poison-threshold", "did you mean poison_threshold?"}}},
 		{"a capitalised key", "Dry_Run: true\n", gating.DefaultSettings(), gating.DefaultSettings(), []problem{{"Dry_Run", "did you mean dry_run?"}}},
-		{"a flat dotted key", "labels.item: x\n", gating.DefaultSettings(), gating.DefaultSettings(), []problem{{"labels.item", "unknown setting"}}},
+		{"a flat dotted key", "labels.item: x\n", gating.DefaultSettings(), gating.DefaultSettings(), []problem{{"labels.item", "write it nested"}}},
 		{"unknown label key", "labels: {item: work, closed: done}\n", gating.DefaultSettings(),
-			defaultsWith(func(s *gating.Settings) { s.ItemLabel = "work" }), []problem{{"labels.closed", "unknown setting"}}},
+			defaultsWith(func(s *gating.Settings) { s.ItemLabel = "work" }), []problem{{"labels.closed", "unknown key"}}},
 		{"non-string key", "? [a, b]\n: 1\ndry_run: true\n", gating.DefaultSettings(), defaultsWith(func(s *gating.Settings) { s.DryRun = true }),
-			[]problem{{"a list", "unknown setting"}}},
-		{"a merge key", "<<: {dry_run: true}\n", gating.DefaultSettings(), gating.DefaultSettings(), []problem{{"<<", "unknown setting"}}},
+			[]problem{{"a list", "unknown key"}}},
+		{"a merge key", "<<: {dry_run: true}\n", gating.DefaultSettings(), gating.DefaultSettings(), []problem{{"<<", "unknown key"}}},
 		{"a key given twice", "poison_threshold: 2\npoison_threshold: 4\n", customSettings(), defaultsWith(func(s *gating.Settings) { s.PoisonThreshold = 5 }),
-			[]problem{{"poison_threshold", "poison_threshold is given twice; it keeps its last good value 5"}}},
+			[]problem{{"poison_threshold", "poison_threshold: given twice; it keeps its last good value 5"}}},
 		{"a group given twice", "labels: {item: a}\nlabels: {item: b}\n", customSettings(),
 			defaultsWith(func(s *gating.Settings) { s.ItemLabel, s.AdmissionLabel, s.ParkedLabel = "todo", "triage", "on-hold" }),
-			[]problem{{"labels", "labels is given twice"}}},
+			[]problem{{"labels", "labels: given twice; its settings keep their last good values"}}},
 		{"a nested key given twice", "labels: {item: a, item: b}\n", customSettings(), defaultsWith(func(s *gating.Settings) { s.ItemLabel = "todo" }),
 			[]problem{{"labels.item", "given twice"}}},
 
@@ -252,7 +253,7 @@ dry_run: false
 		}
 		for i, p := range probs {
 			w := c.problems[i]
-			if p.Code != SettingsInvalid || p.Field != w.field || !strings.Contains(p.Detail, w.detail) {
+			if p.Code != SettingsInvalid || p.Key != w.field || !strings.Contains(p.String(), w.detail) {
 				t.Errorf("%s: problem %d is %+v, want %s on %q saying %q", c.name, i, p, SettingsInvalid, w.field, w.detail)
 			}
 		}
@@ -291,8 +292,8 @@ func TestParseSettingsFileDetailsAreBounded(t *testing.T) {
 		t.Fatalf("%+v", probs)
 	}
 	for _, p := range probs {
-		if len(p.Detail) > 400 || len(p.Field) > 200 {
-			t.Errorf("detail of %d bytes, field of %d: %.100s…", len(p.Detail), len(p.Field), p.Detail)
+		if len(p.String()) > 400 || len(p.Key) > 200 {
+			t.Errorf("detail of %d bytes, field of %d: %.100s…", len(p.String()), len(p.Key), p.String())
 		}
 	}
 }
@@ -324,19 +325,19 @@ func TestDecideSettingsChange(t *testing.T) {
 			t.Fatalf("settings changed: %+v", got)
 		}
 		want := []string{"labels.item", "labels.admission", "labels.parked", "poison_threshold", "agents", "ruling_owner",
-			"defaults.priority", "defaults.phase", "check_run", "require_item", "dashboard", "post_markers", "dry_run"}
+			"defaults.priority", "defaults.phase", "check_run", "require_item", "dashboard", "post_markers", "dry_run", "close_on_complete"}
 		if len(findings) != len(want) {
 			t.Fatalf("%d findings, want %d: %+v", len(findings), len(want), findings)
 		}
 		for i, f := range findings {
-			if f.Code != SettingsChangedByAgent || f.Field != want[i] {
+			if f.Code != SettingsChangedByAgent || f.Key != want[i] {
 				t.Errorf("finding %d: %+v, want %s on %s", i, f, SettingsChangedByAgent, want[i])
 			}
 		}
-		if d := findings[3].Detail; !strings.Contains(d, "poison_threshold from 3 to 4") {
+		if d := findings[3].String(); !strings.Contains(d, "poison_threshold: a push not made by a human would change it from 3 to 4") {
 			t.Errorf("detail %q", d)
 		}
-		if d := findings[4].Detail; !strings.Contains(d, `from [] to ["ci-bot", "renovate[bot]"]`) {
+		if d := findings[4].String(); !strings.Contains(d, `from [] to ["ci-bot", "renovate[bot]"]`) {
 			t.Errorf("detail %q", d)
 		}
 	})
@@ -359,8 +360,8 @@ func TestDecideSettingsChange(t *testing.T) {
 		proposed, probs := parse("dry_run: true\npoison_threshold: zero\n")
 		got, findings := DecideSettingsChange(current, proposed, probs, false)
 		if !sameSettings(got, current) || len(findings) != 2 ||
-			findings[0].Code != SettingsChangedByAgent || findings[0].Field != "dry_run" ||
-			findings[1].Code != SettingsInvalid || findings[1].Field != "poison_threshold" {
+			findings[0].Code != SettingsChangedByAgent || findings[0].Key != "dry_run" ||
+			findings[1].Code != SettingsInvalid || findings[1].Key != "poison_threshold" {
 			t.Fatalf("%+v %+v", got, findings)
 		}
 	})
@@ -393,7 +394,7 @@ func TestDecideSettingsChange(t *testing.T) {
 
 func TestDefaultSettingsAreTheContracts(t *testing.T) {
 	want := gating.Settings{ItemLabel: "backlog", AdmissionLabel: "needs-specification", ParkedLabel: "stale", PoisonThreshold: 3,
-		RulingOwner: "pm", DefaultPriority: "P2", DefaultPhase: "implementation", CheckRun: true}
+		RulingOwner: "pm", DefaultPriority: "P2", DefaultPhase: "implementation", CheckRun: true, Dashboard: true, CloseOnComplete: true}
 	if got := gating.DefaultSettings(); !sameSettings(got, want) {
 		t.Fatalf("%+v", got)
 	}

@@ -65,6 +65,11 @@ type SettingsPush struct {
 	// Touched: a pushed commit added, modified or removed SettingsPath, or
 	// the commit list may be incomplete (truncated, a force push).
 	Touched bool
+	// Listed: a commit the payload lists added, modified or removed
+	// SettingsPath (what a push to a branch other than the default must
+	// show to be checked: a branch created from the default one lists no
+	// commit and gets no run).
+	Listed bool
 	// PushedAt is when GitHub took the push (repository.pushed_at, else the
 	// head commit's timestamp; zero when the payload has neither).
 	PushedAt time.Time
@@ -214,57 +219,77 @@ func (s *SettingsStore) Load(ctx context.Context, r store.Repo) (string, error) 
 // A GitHub or database error changes nothing and is returned (the
 // dispatcher retries).
 func (s *SettingsStore) OnPush(ctx context.Context, r store.Repo, p SettingsPush) (string, error) {
+	out, _, err := s.onPush(ctx, r, p)
+	return out, err
+}
+
+// onPush is OnPush, also returning what the backlog/settings check run on
+// the pushed head is to say (settingscheck.go): nil when the push brings
+// no run (it did not touch SettingsPath, deleted its branch, or touched
+// it on another branch only as far as the payload cannot tell). A push to
+// another branch that lists a commit touching the file is checked, not
+// judged: its file is read at the head (one contents GET) against the
+// settings in effect, and nothing changes.
+func (s *SettingsStore) onPush(ctx context.Context, r store.Repo, p SettingsPush) (string, *settingsCheck, error) {
 	branch, isBranch := strings.CutPrefix(p.Ref, "refs/heads/")
 	if r.DefaultBranch == "" {
-		return "", fmt.Errorf("settings of %s: no default branch recorded for the repository", r.FullName)
+		return "", nil, fmt.Errorf("settings of %s: no default branch recorded for the repository", r.FullName)
 	}
 	switch {
+	case isBranch && branch != r.DefaultBranch && !isZeroSHA(p.After) && p.Listed:
+		check, err := s.checkBranch(ctx, r, p.After, branch)
+		if err != nil {
+			return "", nil, err
+		}
+		return "settings: not a push to the default branch; " + SettingsPath + " checked", check, nil
 	case !isBranch || branch != r.DefaultBranch:
-		return "settings: not a push to the default branch", nil
+		return "settings: not a push to the default branch", nil, nil
 	case isZeroSHA(p.After):
-		return "settings: branch deleted", nil
+		return "settings: branch deleted", nil, nil
 	case !p.Touched:
-		return "settings: " + SettingsPath + " not touched", nil
+		return "settings: " + SettingsPath + " not touched", nil, nil
 	}
 	gh, err := s.client(r)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	release, err := s.lock(ctx, r.ID)
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	defer release()
 	for try := 0; try < settingsWriteTries; try++ {
-		outcome, done, err := s.onPushOnce(ctx, gh, r, p)
+		outcome, check, done, err := s.onPushOnce(ctx, gh, r, p)
 		if err != nil || done {
-			return outcome, err
+			return outcome, check, err
 		}
 	}
-	return "", fmt.Errorf("settings of %s: the row kept changing under %d tries", r.FullName, settingsWriteTries)
+	return "", nil, fmt.Errorf("settings of %s: the row kept changing under %d tries", r.FullName, settingsWriteTries)
 }
 
 // onPushOnce judges one push against the row as read now; done is false
 // when another writer changed the row first (try again).
-func (s *SettingsStore) onPushOnce(ctx context.Context, gh *github.Client, r store.Repo, p SettingsPush) (outcome string, done bool, err error) {
+func (s *SettingsStore) onPushOnce(ctx context.Context, gh *github.Client, r store.Repo, p SettingsPush) (outcome string, check *settingsCheck, done bool, err error) {
 	prev, found, err := s.read(ctx, r.ID)
 	if err != nil {
-		return "", false, err
+		return "", nil, false, err
 	}
 	sha := shortSHA(p.After)
+	again := &settingsCheck{sha: p.After, branch: r.DefaultBranch, onDefault: true, rejudge: true}
 	if p.After == prev.sourceSHA || (prev.pending != nil && p.After == prev.pending.SHA) {
-		return "settings: push " + sha + " already judged; nothing changed", true, nil
+		return "settings: push " + sha + " already judged; nothing changed", again, true, nil
 	}
 	if c, err := s.order(ctx, gh, r, prev.sourceSHA, prev.pushedAt, p); err != nil {
-		return "", false, err
+		return "", nil, false, err
 	} else if c == 0 {
-		return "settings: push " + sha + " already judged; nothing changed", true, nil
+		return "settings: push " + sha + " already judged; nothing changed", again, true, nil
 	} else if c < 0 {
-		return fmt.Sprintf("settings: push %s is older than push %s, whose file is in effect; ignored", sha, shortSHA(prev.sourceSHA)), true, nil
+		again.older = prev.sourceSHA
+		return fmt.Sprintf("settings: push %s is older than push %s, whose file is in effect; ignored", sha, shortSHA(prev.sourceSHA)), again, true, nil
 	}
 	file, err := s.fetch(ctx, gh, r, p.After)
 	if err != nil {
-		return "", false, err
+		return "", nil, false, err
 	}
 	file.SHA, file.By = p.After, pushedBy(p)
 	if !p.PushedAt.IsZero() {
@@ -272,6 +297,14 @@ func (s *SettingsStore) onPushOnce(ctx context.Context, gh *github.Client, r sto
 	}
 	proposed, problems := file.parse(prev.settings)
 	human, why := s.pushedByHuman(r.ID, p, prev.settings.Agents, proposed.Agents)
+	check = &settingsCheck{sha: p.After, branch: r.DefaultBranch, onDefault: true, absent: file.Absent, human: human, why: why,
+		by: file.By, changes: settingsDiff(prev.settings, proposed)}
+	if human {
+		check.problems = slices.Clone(problems)
+	} else {
+		_, check.problems = DecideSettingsChange(prev.settings, proposed, problems, false)
+		check.problems = locateProblems(file.Content, check.problems)
+	}
 	next := prev
 	if human {
 		next.settings, next.problems = DecideSettingsChange(prev.settings, proposed, problems, true)
@@ -281,7 +314,7 @@ func (s *SettingsStore) onPushOnce(ctx context.Context, gh *github.Client, r sto
 			// against the settings this push brings.
 			c, err := s.order(ctx, gh, r, prev.pending.SHA, prev.pending.PushedAt, p)
 			if err != nil {
-				return "", false, err
+				return "", nil, false, err
 			}
 			if c > 0 {
 				next.pending = nil
@@ -299,13 +332,14 @@ func (s *SettingsStore) onPushOnce(ctx context.Context, gh *github.Client, r sto
 		if prev.pending != nil {
 			c, err := s.order(ctx, gh, r, prev.pending.SHA, prev.pending.PushedAt, p)
 			if err != nil {
-				return "", false, err
+				return "", nil, false, err
 			}
 			if c == 0 {
-				return "settings: push " + sha + " already judged; nothing changed", true, nil
+				return "settings: push " + sha + " already judged; nothing changed", again, true, nil
 			}
 			if c < 0 {
-				return fmt.Sprintf("settings: push %s is older than push %s, already judged; ignored", sha, shortSHA(prev.pending.SHA)), true, nil
+				again.older = prev.pending.SHA
+				return fmt.Sprintf("settings: push %s is older than push %s, already judged; ignored", sha, shortSHA(prev.pending.SHA)), again, true, nil
 			}
 		}
 		f := file
@@ -321,96 +355,14 @@ func (s *SettingsStore) onPushOnce(ctx context.Context, gh *github.Client, r sto
 	}
 	ok, err := s.save(ctx, r.ID, prev, found, next)
 	if err != nil || !ok {
-		return "", false, err
+		return "", nil, false, err
 	}
 	if human {
 		s.log.Info("settings push judged", "repo", r.FullName, "sha", p.After, "by", file.By, "human", true, "outcome", outcome)
 	} else {
 		s.log.Warn("settings push judged", "repo", r.FullName, "sha", p.After, "by", file.By, "human", false, "why", why, "outcome", outcome)
 	}
-	return outcome, true, nil
-}
-
-// order tells whether push p came after the push (sha, at) recorded: 1
-// after, -1 before, 0 the same push. Pushes are ordered by GitHub's
-// pushed_at (seconds); two in the same second by the commit graph (one
-// compare GET). With nothing recorded, or no time to compare, p is later
-// (the latest delivery wins); so is a push that diverged (a force push).
-func (s *SettingsStore) order(ctx context.Context, gh *github.Client, r store.Repo, sha string, at int64, p SettingsPush) (int, error) {
-	switch {
-	case sha == "":
-		return 1, nil
-	case sha == p.After:
-		return 0, nil
-	case at == 0 || p.PushedAt.IsZero():
-		return 1, nil
-	case p.PushedAt.Unix() > at:
-		return 1, nil
-	case p.PushedAt.Unix() < at:
-		return -1, nil
-	}
-	owner, name, _ := strings.Cut(r.FullName, "/")
-	cmp, _, err := gh.Repositories.CompareCommits(ctx, owner, name, sha, p.After, &github.ListOptions{PerPage: 1})
-	if err != nil {
-		return 0, fmt.Errorf("order pushes %s and %s of %s: %w", shortSHA(sha), shortSHA(p.After), r.FullName, err)
-	}
-	switch cmp.GetStatus() {
-	case "behind":
-		return -1, nil
-	case "identical":
-		return 0, nil
-	}
-	return 1, nil
-}
-
-// pushedByHuman applies CONTRACT.md §4 to a push: the sender is a User
-// account, and neither the pusher nor the sender is ghost, a bot account,
-// a configured agent (WARDEN_AGENTS or the repository's agents:, both the
-// settings in effect and the file pushed: either makes an agent) or a
-// recorded agent. A push naming nobody is no human's. why says why not.
-func (s *SettingsStore) pushedByHuman(repoID int64, p SettingsPush, repoAgents ...[]string) (human bool, why string) {
-	agents := slices.Clone(s.agents)
-	for _, a := range repoAgents {
-		agents = append(agents, a...)
-	}
-	if p.SenderType != "User" {
-		if p.SenderType == "" {
-			return false, "the sender's account type is unknown"
-		}
-		return false, "an account of type " + p.SenderType
-	}
-	var logins []string
-	for _, l := range []string{p.PusherLogin, p.SenderLogin} {
-		if l != "" && !slices.ContainsFunc(logins, func(x string) bool { return strings.EqualFold(x, l) }) {
-			logins = append(logins, l)
-		}
-	}
-	if len(logins) == 0 {
-		return false, "the push names no pusher"
-	}
-	for _, l := range logins {
-		switch {
-		case strings.EqualFold(l, "ghost"):
-			return false, "the ghost account"
-		case strings.HasSuffix(strings.ToLower(l), "[bot]"):
-			return false, l + " is a bot account"
-		case gating.IsAgent(gating.Actor{Login: l, Type: p.SenderType}, agents):
-			return false, l + " is a configured agent"
-		case s.IsRecordedAgent != nil && s.IsRecordedAgent(repoID, l):
-			return false, l + " is a recorded agent"
-		}
-	}
-	return true, ""
-}
-
-func pushedBy(p SettingsPush) string {
-	if p.PusherLogin != "" {
-		return p.PusherLogin
-	}
-	if p.SenderLogin != "" {
-		return p.SenderLogin
-	}
-	return "(unknown)"
+	return outcome, check, true, nil
 }
 
 // settingsFile is SettingsPath as read at one commit, kept whole for a
@@ -434,7 +386,7 @@ func (f settingsFile) parse(lastGood gating.Settings) (gating.Settings, []Settin
 	case f.Absent:
 		return gating.DefaultSettings(), nil
 	case f.Unreadable != "":
-		return withDefaults(lastGood), []SettingsProblem{{SettingsInvalid, "", f.Unreadable}}
+		return withDefaults(lastGood), []SettingsProblem{{Code: SettingsInvalid, Message: f.Unreadable}}
 	}
 	return ParseSettingsFile(f.Content, lastGood)
 }

@@ -179,7 +179,7 @@ func (e *settingsEnv) problems() []SettingsProblem {
 func codes(ps []SettingsProblem) []string {
 	out := []string{}
 	for _, p := range ps {
-		out = append(out, strings.TrimSpace(p.Code+" "+p.Field))
+		out = append(out, strings.TrimSpace(p.Code+" "+p.Key))
 	}
 	slices.Sort(out)
 	return out
@@ -340,9 +340,9 @@ func TestSettingsOnPushWhoPushed(t *testing.T) {
 			want: withThreshold(5), problems: refused, outcome: "refused"},
 		{name: "human push of malformed YAML keeps the last good", act: pushAs("alice", "poison_threshold: [\n"),
 			want: withThreshold(5), problems: []string{SettingsInvalid}, outcome: "1 problem"},
-		{name: "human push of one bad field keeps its last good value", act: pushAs("alice", "poison_threshold: -1\ndashboard: true\n"),
-			want:     func() gating.Settings { s := withThreshold(5); s.Dashboard = true; return s }(),
-			problems: []string{SettingsInvalid + " poison_threshold"}, outcome: "dashboard false → true"},
+		{name: "human push of one bad field keeps its last good value", act: pushAs("alice", "poison_threshold: -1\ndashboard: false\n"),
+			want:     func() gating.Settings { s := withThreshold(5); s.Dashboard = false; return s }(),
+			problems: []string{SettingsInvalid + " poison_threshold"}, outcome: "dashboard true → false"},
 		{name: "human deleting the file restores the defaults", act: pushAs("alice", ""), want: gating.DefaultSettings(), problems: []string{},
 			outcome: "poison_threshold 5 → 3"},
 		{name: "bot deleting the file is refused", act: pushAs("worker[bot]", ""), want: withThreshold(5), problems: refused,
@@ -394,7 +394,7 @@ func TestSettingsRefusalDetail(t *testing.T) {
 	e.load()
 	e.onPush(e.push("worker[bot]", "main", map[string]string{SettingsPath: threshold(8)}))
 	ps := e.problems()
-	if len(ps) != 1 || !strings.Contains(ps[0].Detail, "from 5 to 8") {
+	if len(ps) != 1 || !strings.Contains(ps[0].String(), "from 5 to 8") {
 		t.Fatalf("problems = %+v, want one naming 5 and 8", ps)
 	}
 	// A human's later push of the same file takes effect and clears it.
@@ -416,9 +416,11 @@ func TestSettingsOnPushIgnores(t *testing.T) {
 		branch  string
 		files   map[string]string
 		outcome string
+		calls   int64 // a push to another branch that lists the file has it read, for its check run
 	}{
-		{"push to another branch", "feature", map[string]string{SettingsPath: threshold(9)}, "not a push to the default branch"},
-		{"push not touching the file", "main", map[string]string{"README.md": "hello\n"}, "not touched"},
+		{"push to another branch", "feature", map[string]string{SettingsPath: threshold(9)}, "not a push to the default branch; .github/backlog.yml checked", 1},
+		{"push to another branch not touching the file", "feature", map[string]string{"README.md": "hello\n"}, "not a push to the default branch", 0},
+		{"push not touching the file", "main", map[string]string{"README.md": "hello\n"}, "not touched", 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -432,8 +434,8 @@ func TestSettingsOnPushIgnores(t *testing.T) {
 			if !strings.Contains(out, c.outcome) {
 				t.Errorf("outcome %q does not say %q", out, c.outcome)
 			}
-			if n := e.calls.total.Load() - calls; n != 0 {
-				t.Errorf("OnPush made %d GitHub requests, want none", n)
+			if n := e.calls.total.Load() - calls; n != c.calls {
+				t.Errorf("OnPush made %d GitHub requests, want %d", n, c.calls)
 			}
 			if got := e.store.Get(e.ctx, e.repo); got.PoisonThreshold != 5 {
 				t.Errorf("threshold = %d, want 5", got.PoisonThreshold)
@@ -536,7 +538,7 @@ func TestSettingsLateHumanPushBeforeAgentPush(t *testing.T) {
 		t.Errorf("threshold = %d after the human's push, want 6", got)
 	}
 	ps := e.problems()
-	if len(ps) != 1 || ps[0].Code != SettingsChangedByAgent || !strings.Contains(ps[0].Detail, "from 6 to 9") {
+	if len(ps) != 1 || ps[0].Code != SettingsChangedByAgent || !strings.Contains(ps[0].String(), "from 6 to 9") {
 		t.Errorf("problems = %+v, want the agent's change judged against 6", ps)
 	}
 	// The human's push delivered again changes nothing.
@@ -579,7 +581,7 @@ func TestSettingsRoundTripEveryField(t *testing.T) {
 	e := newSettingsEnv(t)
 	s := gating.Settings{ItemLabel: "i", AdmissionLabel: "a", ParkedLabel: "p", PoisonThreshold: 9, Agents: []string{"x", "y"},
 		RulingOwner: "boss", DefaultPriority: "P0", DefaultPhase: "research", CheckRun: false, RequireItem: true,
-		Dashboard: true, PostMarkers: true, DryRun: true, MaxClaimsPerOwner: 3}
+		Dashboard: false, PostMarkers: true, DryRun: true, MaxClaimsPerOwner: 3}
 	def := reflect.ValueOf(gating.DefaultSettings())
 	v := reflect.ValueOf(s)
 	for i := 0; i < v.NumField(); i++ {
@@ -587,7 +589,7 @@ func TestSettingsRoundTripEveryField(t *testing.T) {
 			t.Fatalf("test value leaves %s at its default: set it", v.Type().Field(i).Name)
 		}
 	}
-	rec := settingsRecord{settings: s, problems: []SettingsProblem{{SettingsInvalid, "f", "d"}}, sourceSHA: "abc", pushedAt: 7, changedBy: "alice",
+	rec := settingsRecord{settings: s, problems: []SettingsProblem{{Code: SettingsInvalid, Line: 2, Key: "f", Message: "d", Suggestion: "g"}}, sourceSHA: "abc", pushedAt: 7, changedBy: "alice",
 		pending: &settingsFile{SHA: "def", PushedAt: 8, By: "bot", Content: []byte("\xff\x00 not utf-8")}}
 	if ok, err := e.store.save(e.ctx, e.repo.ID, settingsRecord{}, false, rec); err != nil || !ok {
 		t.Fatalf("save: %v %v", ok, err)
@@ -765,7 +767,7 @@ func TestSettingsUndecodableContent(t *testing.T) {
 				t.Errorf("threshold = %d, want 5 to stay", got)
 			}
 			ps, err := s.Problems(ctx, r.ID)
-			if err != nil || len(ps) != 1 || ps[0].Code != SettingsInvalid || !strings.Contains(ps[0].Detail, c.detail) {
+			if err != nil || len(ps) != 1 || ps[0].Code != SettingsInvalid || !strings.Contains(ps[0].String(), c.detail) {
 				t.Errorf("problems = %+v (%v), want one settings-invalid saying %q", ps, err, c.detail)
 			}
 		})

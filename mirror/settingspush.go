@@ -12,7 +12,8 @@ func SettingsPushFromPayload(payload []byte) (SettingsPush, error) {
 
 // settingsPush is what the settings store needs of a push. Touched is set
 // when a listed commit added, modified or removed SettingsPath, and
-// whenever the list may not show every commit (commitsIncomplete).
+// whenever the list may not show every commit (commitsIncomplete); Listed
+// only in the first case.
 func (p *pushPayload) settingsPush() SettingsPush {
 	out := SettingsPush{Ref: p.Ref, After: p.After, PusherLogin: p.Pusher.Name, SenderLogin: p.Sender.Login,
 		SenderType: p.Sender.Type, PushedAt: p.pushTime()}
@@ -21,7 +22,7 @@ func (p *pushPayload) settingsPush() SettingsPush {
 	}
 	for _, c := range p.Commits {
 		if c.touches(SettingsPath) {
-			out.Touched = true
+			out.Touched, out.Listed = true, true
 		}
 	}
 	if p.commitsIncomplete() {

@@ -31,7 +31,7 @@ func (rec settingsRecord) findings() []SettingsProblem {
 	}
 	proposed, problems := rec.pending.parse(rec.settings)
 	_, findings := DecideSettingsChange(rec.settings, proposed, problems, false)
-	return findings
+	return locateProblems(rec.pending.Content, findings)
 }
 
 // read returns the repository's row, decoded; with none, found is false and

@@ -241,6 +241,11 @@ func (m *Mirror) sweepRepo(ctx context.Context, repo store.Repo) ([]string, erro
 			errs = append(errs, fmt.Errorf("%s %s: %w", repo.FullName, it.ID, err))
 		}
 	}
+	tr, err := m.sweepTransitions(ctx, repo)
+	outs = append(outs, tr...)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("%s transitions: %w", repo.FullName, err))
+	}
 	more, err := m.rejudgeReports(ctx, repo, rs, res, settled)
 	outs = append(outs, more...)
 	return outs, errors.Join(append(errs, err)...)

@@ -237,7 +237,7 @@ func TestTrailCommentEvidence(t *testing.T) {
 		t.Fatalf("another login's comment counted: %q", out)
 	}
 	out := e.comment(t, m, commentEv{action: "created", id: 32, login: "w[bot]", typ: "Bot", body: "progress", created: now.Add(5 * time.Minute)})
-	if !strings.Contains(out, fmt.Sprintf("evidence of work for fence %d", fence)) {
+	if !strings.Contains(out, fmt.Sprintf("evidence of work for issue-5 fence %d", fence)) {
 		t.Fatalf("holder's comment: %q", out)
 	}
 	at, kind, err := e.l.LastEvidence(e.ctx, e.repo, 5, fence)

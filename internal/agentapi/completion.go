@@ -3,7 +3,6 @@ package agentapi
 import (
 	"context"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,8 +20,9 @@ const (
 // proveCompletion gathers the facts the completion proof reads (CONTRACT.md
 // §9 "completion") and asks gating.ProveCompletion: the pull requests the
 // item's pr:<n> tags name (one read each), the repository's items, and for
-// a phase:research item whether its findings were commented on the issue
-// during the claim. It returns the WriteOptions for the ledger:
+// a phase:research item the comments posted on the issue during the claim
+// and the claim holder's login, and for a design-integration item the body
+// of each grouping's epic issue it informs (one read each). It returns the WriteOptions for the ledger:
 // CompletionProven, or the reason and detail of the refusal (the ledger
 // refuses the write with them). grant is the item's current grant (nil:
 // never claimed); token the presented fence; adopting the
@@ -39,21 +39,9 @@ func (h *handler) proveCompletion(ctx context.Context, repo store.Repo, after *g
 		}
 	}
 	if phase, _ := after.Tag("phase"); phase == "research" && grant != nil && grant.ReleasedAt == nil {
-		bot, err := h.gh.BotLogin(ctx)
-		if err != nil {
+		if err := h.researchFindings(ctx, repo, cur, &in); err != nil {
 			return store.WriteOptions{}, err
 		}
-		// GitHub's timestamps are whole seconds.
-		since := grant.GrantedAt.Truncate(time.Second)
-		cs, err := h.gh.CommentsSince(ctx, repo, after.ID.Number(), since)
-		if err != nil {
-			return store.WriteOptions{}, err
-		}
-		// Findings are prose: a claim or outcome marker (or any warden
-		// marker) is bookkeeping, not findings.
-		in.FindingsCommented = slices.ContainsFunc(cs, func(c Comment) bool {
-			return !c.CreatedAt.Before(since) && !strings.EqualFold(c.Author, bot) && !strings.HasPrefix(strings.TrimSpace(c.Body), "<!-- backlog-")
-		})
 	}
 	for _, t := range after.Tags {
 		v, ok := strings.CutPrefix(t, "pr:")
@@ -88,6 +76,7 @@ func (h *handler) proveCompletion(ctx context.Context, repo store.Repo, after *g
 			in.Items = append(in.Items, all[i].Snapshot())
 		}
 	}
+	h.groupingBodies(ctx, repo, &in)
 	v := gating.ProveCompletion(in)
 	if v.Proven {
 		return store.WriteOptions{CompletionProven: true}, nil
@@ -110,4 +99,93 @@ func (h *handler) scan(ctx context.Context, repoID int64) ([]store.Item, error) 
 		out = append(out, page...)
 		after = page[len(page)-1].ID.Number()
 	}
+}
+
+// researchFindings fills in the comments posted on a research item's issue
+// since the current claim was granted (one read) and the claim holder's
+// login: the author of the trusted claim marker of the current fence in
+// the trail ("" when warden posted it, or none is recorded). A comment is
+// an agent's when the trail recorded it so, when GitHub says its author is
+// a Bot, or when its author is one of the repository's agents:.
+func (h *handler) researchFindings(ctx context.Context, repo store.Repo, cur *store.Item, in *gating.CompletionInput) error {
+	grant := cur.Grant
+	bot, err := h.gh.BotLogin(ctx)
+	if err != nil {
+		return err
+	}
+	trail, err := h.ledger.TrailComments(ctx, repo.ID, cur.ID)
+	if err != nil {
+		return err
+	}
+	byID := make(map[int64]store.TrailRecord, len(trail))
+	for _, r := range trail {
+		byID[r.CommentID] = r
+	}
+	in.HolderLogin = holderLogin(trail, cur, bot)
+	var agents []string
+	if h.opt.Settings != nil {
+		agents = h.opt.Settings(ctx, repo).Agents
+	}
+	// GitHub's timestamps are whole seconds.
+	since := grant.GrantedAt.Truncate(time.Second)
+	cs, err := h.gh.CommentsSince(ctx, repo, cur.ID.Number(), since)
+	if err != nil {
+		return err
+	}
+	for _, c := range cs {
+		if c.CreatedAt.Before(since) {
+			continue // edited since, posted before the claim
+		}
+		rec, recorded := byID[c.ID]
+		fc := gating.FindingsComment{Author: c.Author, At: c.CreatedAt,
+			Warden: strings.EqualFold(c.Author, bot) || recorded && rec.IsWarden,
+			// Findings are prose: a claim or outcome marker (or any
+			// warden marker) is bookkeeping, not findings.
+			Marker: strings.HasPrefix(strings.TrimSpace(c.Body), "<!-- backlog-")}
+		fc.Agent = recorded && rec.IsAgent || gating.IsAgent(gating.Actor{Login: c.Author, Type: c.AuthorType}, agents)
+		in.Findings = append(in.Findings, fc)
+	}
+	return nil
+}
+
+// groupingBodies reads, for a design-integration item, the body of the
+// epic issue of each grouping it informs (gating.DAGGroupings; one read
+// each). A read that fails is recorded as such: the proof refuses
+// (dag-missing), never guesses.
+func (h *handler) groupingBodies(ctx context.Context, repo store.Repo, in *gating.CompletionInput) {
+	gs := gating.DAGGroupings(in.Item, in.Items)
+	if len(gs) == 0 {
+		return
+	}
+	in.GroupingBodies = make(map[gating.ItemID]gating.GroupingBody, len(gs))
+	for _, g := range gs {
+		is, err := h.gh.Issue(ctx, repo, g.Number())
+		if err != nil {
+			h.log.Warn("the epic issue of an informed grouping could not be read; the completion is refused", "repo", repo.FullName, "item", in.Item.ID, "grouping", g, "err", err)
+			in.GroupingBodies[g] = gating.GroupingBody{Err: err.Error()}
+			continue
+		}
+		in.GroupingBodies[g] = gating.GroupingBody{Body: is.Body}
+	}
+}
+
+// holderLogin is the login that posted the first trusted claim marker of
+// the item's current grant (owner and fence match; by an agent, warden or a
+// collaborator with write access), or "" when none is recorded or warden
+// posted it (post_markers): then the holder's login is unknown.
+func holderLogin(trail []store.TrailRecord, cur *store.Item, bot string) string {
+	for _, r := range trail {
+		if !r.IsAgent && !r.IsWarden && !r.HasWrite {
+			continue
+		}
+		mk, st := gating.ParseMarker(r.EarliestBody, cur.ID)
+		if st != gating.MarkerValid || mk.Kind != gating.KindClaim || mk.Owner != cur.Grant.Owner || mk.Fence != cur.Fence.Token {
+			continue
+		}
+		if r.IsWarden || strings.EqualFold(r.Author, bot) {
+			return ""
+		}
+		return r.Author
+	}
+	return ""
 }

@@ -76,10 +76,11 @@ type PullRequest struct {
 // Comment is an issue comment as the completion proof of a research item
 // reads it.
 type Comment struct {
-	ID        int64
-	Author    string
-	CreatedAt time.Time
-	Body      string
+	ID         int64
+	Author     string
+	AuthorType string // GitHub's user type: "User", "Bot", …
+	CreatedAt  time.Time
+	Body       string
 }
 
 // GitHubError is an answer from GitHub with an error status.
@@ -284,7 +285,7 @@ func (g *appGitHub) CommentsSince(ctx context.Context, r store.Repo, number int,
 	}
 	out := make([]Comment, 0, len(cs))
 	for _, x := range cs {
-		out = append(out, Comment{ID: x.GetID(), Author: x.GetUser().GetLogin(), CreatedAt: x.GetCreatedAt().Time, Body: x.GetBody()})
+		out = append(out, Comment{ID: x.GetID(), Author: x.GetUser().GetLogin(), AuthorType: x.GetUser().GetType(), CreatedAt: x.GetCreatedAt().Time, Body: x.GetBody()})
 	}
 	return out, nil
 }

@@ -9,7 +9,9 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/wardenhq/warden/app"
 	"github.com/wardenhq/warden/gating"
+	"github.com/wardenhq/warden/mirror"
 	"github.com/wardenhq/warden/mirror/store"
 )
 
@@ -311,10 +313,28 @@ func (h *handler) patchItem(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	// The transitions GitHub follows (partOf as native sub-issues, the close
+	// on completion, edge removals) are recorded first; a sub-issue GitHub
+	// refuses refuses the write, as it does for POST /items.
+	tw, _ := h.opt.Writes.(TransitionWriter)
+	var tr *mirror.Transition
+	if tw != nil {
+		var err error
+		if tr, err = tw.BeforeUpdate(ctx, repo, before, p, actor); err != nil {
+			h.fail(w, r, subIssueProblem(err))
+			return
+		}
+	}
 	it, err := h.ledger.Update(ctx, repo.ID, id, p, actor, opts)
 	if err != nil {
+		if tw != nil {
+			tw.UpdateRefused(context.WithoutCancel(ctx), repo, tr, true)
+		}
 		h.failWrite(w, r, err, req.FencingToken, patchFenced(req))
 		return
+	}
+	if tw != nil {
+		tw.UpdateCommitted(context.WithoutCancel(ctx), repo, tr, it)
 	}
 	if po, ok := h.opt.Writes.(ParkObserver); ok && parking && !parkedBefore && question != "" && it.HasTag("state:parked") {
 		var fence int64
@@ -335,6 +355,41 @@ func (h *handler) patchItem(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	writeJSON(w, http.StatusOK, ViewOf(it))
+}
+
+// TransitionWriter mirrors a PATCH's transitions to GitHub
+// (*mirror.Mirror): BeforeUpdate records them before the ledger writes and
+// moves the issue under (or out of) its epic's issue when partOf changes —
+// an error refuses the write, nothing written; UpdateRefused undoes the
+// records when the ledger refused; UpdateCommitted finishes them (the
+// close on completion, edges restored) once it wrote.
+type TransitionWriter interface {
+	BeforeUpdate(ctx context.Context, repo store.Repo, before store.Item, p store.Patch, actor store.Actor) (*mirror.Transition, error)
+	UpdateRefused(ctx context.Context, repo store.Repo, t *mirror.Transition, subIssues bool)
+	UpdateCommitted(ctx context.Context, repo store.Repo, t *mirror.Transition, after store.Item)
+}
+
+// subIssueProblem is the refusal of a PATCH whose transitions were not
+// recorded or whose sub-issue change GitHub did not make: a refusal is
+// 409 sub-issue-refused (as POST /items answers), a failed GitHub call
+// 502 (rate limits and an open circuit as everywhere).
+func subIssueProblem(err error) *Problem {
+	var se *mirror.SubIssueError
+	if !errors.As(err, &se) {
+		return toProblem(err)
+	}
+	if se.Refused {
+		return problem(http.StatusConflict, ReasonSubIssue, "%s; nothing was written", se.Error())
+	}
+	if _, ok := app.IsRateLimited(err); ok {
+		return toProblem(err)
+	}
+	if _, ok := app.IsUnavailable(err); ok {
+		return toProblem(err)
+	}
+	p := problem(http.StatusBadGateway, ReasonGitHub, "%s; nothing was written, retry", se.Error())
+	p.cause = err
+	return p
 }
 
 // ParkObserver hears of a park a PATCH wrote with its question

@@ -371,3 +371,37 @@ func (a *Actor) ExternalStatus(repo *Repo, sha, context, state string) (*CommitS
 	repo.Statuses = append(repo.Statuses, st)
 	return st, nil
 }
+
+// ReviewComment comments on path at the pull request's head:
+// pull_request_review_comment.created.
+func (a *Actor) ReviewComment(repo *Repo, number int, path, body string) (*ReviewComment, error) {
+	s := a.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := repo.Pulls[number]
+	if p == nil {
+		return nil, gitErr(http.StatusNotFound, "Not Found")
+	}
+	c, e := s.reviewCommentLocked(repo, p, a.user, body, path, "", 0)
+	if e != nil {
+		return nil, e
+	}
+	return c, nil
+}
+
+// ReplyToReviewComment replies in the thread of review comment id:
+// pull_request_review_comment.created.
+func (a *Actor) ReplyToReviewComment(repo *Repo, number int, id int64, body string) (*ReviewComment, error) {
+	s := a.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := repo.Pulls[number]
+	if p == nil {
+		return nil, gitErr(http.StatusNotFound, "Not Found")
+	}
+	c, e := s.reviewCommentLocked(repo, p, a.user, body, "", "", id)
+	if e != nil {
+		return nil, e
+	}
+	return c, nil
+}

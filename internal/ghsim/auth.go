@@ -237,7 +237,7 @@ func appPermissions() map[string]string {
 }
 
 func appEvents() []string {
-	return []string{"issues", "issue_comment", "pull_request", "check_suite", "check_run", "push", "label", "sub_issues"}
+	return []string{"issues", "issue_comment", "pull_request", "pull_request_review_comment", "check_suite", "check_run", "push", "label", "sub_issues"}
 }
 
 func (s *Sim) getRateLimit(w http.ResponseWriter, r *http.Request) {

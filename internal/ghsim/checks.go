@@ -137,9 +137,10 @@ type checkRunInput struct {
 	StartedAt   *string `json:"started_at"`
 	CompletedAt *string `json:"completed_at"`
 	Output      *struct {
-		Title   *string `json:"title"`
-		Summary *string `json:"summary"`
-		Text    *string `json:"text"`
+		Title       *string           `json:"title"`
+		Summary     *string           `json:"summary"`
+		Text        *string           `json:"text"`
+		Annotations []annotationInput `json:"annotations"`
 	} `json:"output"`
 }
 
@@ -223,6 +224,12 @@ func (s *Sim) applyCheckRunLocked(run *CheckRun, in checkRunInput, create bool) 
 			return false, e
 		}
 	}
+	var annotations []CheckAnnotation
+	if o := in.Output; o != nil {
+		if annotations, e = checkAnnotations(o.Annotations); e != nil {
+			return false, e
+		}
+	}
 	started, e := parseCheckTime("started_at", in.StartedAt)
 	if e != nil {
 		return false, e
@@ -250,6 +257,7 @@ func (s *Sim) applyCheckRunLocked(run *CheckRun, in checkRunInput, create bool) 
 		if o.Text != nil {
 			run.Text = *o.Text
 		}
+		run.Annotations = append(run.Annotations, annotations...)
 	}
 	if started != nil {
 		run.StartedAt = *started
@@ -475,16 +483,6 @@ func (s *Sim) rerequestCheckRun(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusCreated, map[string]any{})
-}
-
-func (s *Sim) listAnnotations(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, run := s.runOf(w, r); run == nil {
-		return
-	}
-	paginate(w, r, 0)
-	writeJSON(w, http.StatusOK, []any{})
 }
 
 func (s *Sim) getCheckSuite(w http.ResponseWriter, r *http.Request) {

@@ -213,3 +213,75 @@ func TestChecksValidation(t *testing.T) {
 		t.Fatalf("rerequest of a queued run: %d", gitStatus(resp))
 	}
 }
+
+// Annotations as GitHub keeps them: at most 50 a request, each update
+// appending to the run's, listed in pages; a malformed one is refused and
+// changes nothing.
+func TestCheckRunAnnotations(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	gh, _ := f.app.Installation(f.inst.ID)
+	head, _ := f.sim.As("alice").Push(f.repo, "main", "", map[string]string{".github/backlog.yml": "a: 1\n"}, "Settings")
+	ann := func(from, n int) []*github.CheckRunAnnotation {
+		var out []*github.CheckRunAnnotation
+		for i := from; i < from+n; i++ {
+			out = append(out, &github.CheckRunAnnotation{Path: github.String(".github/backlog.yml"), StartLine: github.Int(i + 1),
+				EndLine: github.Int(i + 1), AnnotationLevel: github.String("failure"), Message: github.String("problem"), Title: github.String("t")})
+		}
+		return out
+	}
+	out := func(a []*github.CheckRunAnnotation) *github.CheckRunOutput {
+		return &github.CheckRunOutput{Title: github.String("T"), Summary: github.String("S"), Annotations: a}
+	}
+	if _, resp, _ := gh.Checks.CreateCheckRun(ctx, "acme", "app", github.CreateCheckRunOptions{Name: "s", HeadSHA: head,
+		Output: out(ann(0, 51))}); gitStatus(resp) != 422 {
+		t.Fatalf("51 annotations in one request: %d, want 422", gitStatus(resp))
+	}
+	run, _, err := gh.Checks.CreateCheckRun(ctx, "acme", "app", github.CreateCheckRunOptions{Name: "s", HeadSHA: head,
+		Conclusion: github.String("failure"), Output: out(ann(0, 50))})
+	if err != nil || run.GetOutput().GetAnnotationsCount() != 50 {
+		t.Fatalf("create: %+v %v", run.GetOutput(), err)
+	}
+	if _, _, err := gh.Checks.UpdateCheckRun(ctx, "acme", "app", run.GetID(), github.UpdateCheckRunOptions{Name: "s", Output: out(ann(50, 20))}); err != nil {
+		t.Fatal(err)
+	}
+	bad := []struct {
+		name string
+		a    *github.CheckRunAnnotation
+	}{
+		{"no message", &github.CheckRunAnnotation{Path: github.String("x"), StartLine: github.Int(1), EndLine: github.Int(1), AnnotationLevel: github.String("failure")}},
+		{"a level GitHub does not have", &github.CheckRunAnnotation{Path: github.String("x"), StartLine: github.Int(1), EndLine: github.Int(1),
+			AnnotationLevel: github.String("error"), Message: github.String("m")}},
+		{"columns across lines", &github.CheckRunAnnotation{Path: github.String("x"), StartLine: github.Int(1), EndLine: github.Int(2),
+			StartColumn: github.Int(1), AnnotationLevel: github.String("notice"), Message: github.String("m")}},
+		{"a long title", &github.CheckRunAnnotation{Path: github.String("x"), StartLine: github.Int(1), EndLine: github.Int(1),
+			AnnotationLevel: github.String("notice"), Message: github.String("m"), Title: github.String(strings.Repeat("t", 256))}},
+	}
+	for _, b := range bad {
+		if _, resp, _ := gh.Checks.UpdateCheckRun(ctx, "acme", "app", run.GetID(), github.UpdateCheckRunOptions{Name: "s",
+			Output: out([]*github.CheckRunAnnotation{b.a})}); gitStatus(resp) != 422 {
+			t.Errorf("%s: %d, want 422", b.name, gitStatus(resp))
+		}
+	}
+	got, _, err := gh.Checks.GetCheckRun(ctx, "acme", "app", run.GetID())
+	if err != nil || got.GetOutput().GetAnnotationsCount() != 70 {
+		t.Fatalf("after the update: %+v %v, want 70 annotations", got.GetOutput(), err)
+	}
+	var all []*github.CheckRunAnnotation
+	opt := &github.ListOptions{PerPage: 30}
+	for {
+		page, resp, err := gh.Checks.ListCheckRunAnnotations(ctx, "acme", "app", run.GetID(), opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, page...)
+		if resp.NextPage == 0 {
+			break
+		}
+		opt.Page = resp.NextPage
+	}
+	if len(all) != 70 || all[0].GetStartLine() != 1 || all[69].GetStartLine() != 70 || all[5].GetPath() != ".github/backlog.yml" ||
+		all[5].GetAnnotationLevel() != "failure" || all[5].GetMessage() != "problem" {
+		t.Fatalf("annotations: %d, first %+v", len(all), all[0])
+	}
+}

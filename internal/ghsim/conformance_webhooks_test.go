@@ -26,7 +26,7 @@ import (
 
 // confHookEvents are the events warden's App subscribes to (app.yml), plus
 // the installation events every App receives.
-var confHookEvents = []string{"issues", "issue_comment", "pull_request", "check_suite", "check_run", "push",
+var confHookEvents = []string{"issues", "issue_comment", "pull_request", "pull_request_review_comment", "check_suite", "check_run", "push",
 	"installation", "installation_repositories", "label", "sub_issues"}
 
 // confMustDeliver are the event/actions the simulator must have delivered
@@ -63,6 +63,9 @@ var (
 			"pull_request.merged", "pull_request.merged_at", "pull_request.merged_by.login",
 			"pull_request.merge_commit_sha", "pull_request.labels[].name", "label.name", "before", "after",
 			"changes.body.from", "changes.title.from", "changes.base.ref.from"}),
+		"pull_request_review_comment": confJoin(confCommonReads, []string{"comment.id", "comment.user.login",
+			"comment.created_at", "comment.updated_at", "pull_request.number", "pull_request.head.ref",
+			"pull_request.head.repo.full_name", "pull_request.user.login"}),
 		"check_suite": confJoin(confCommonReads, []string{"check_suite.id", "check_suite.head_sha",
 			"check_suite.head_branch", "check_suite.status", "check_suite.conclusion", "check_suite.app.id",
 			"check_suite.pull_requests[].number", "check_suite.pull_requests[].head.ref",

@@ -20,6 +20,7 @@ func (s *Sim) gitRoutes(r chi.Router) {
 	r.Get("/pulls/{pull_number}/files", s.listPullFiles)
 	r.Get("/pulls/{pull_number}/merge", s.checkMerged)
 	r.Put("/pulls/{pull_number}/merge", s.mergePull)
+	s.reviewCommentRoutes(r)
 
 	r.Get("/commits", s.listCommits)
 	for _, suffix := range commitSuffixes {

@@ -24,6 +24,8 @@ type Repo struct {
 	Branches map[string]string // branch -> head SHA
 	Commits  map[string]*Commit
 	Pulls    map[int]*Pull // by number (the Issue of the same number has IsPull)
+	// ReviewComments are the pull requests' review comments, by id.
+	ReviewComments map[int64]*ReviewComment
 
 	CheckSuites map[int64]*CheckSuite
 	CheckRuns   map[int64]*CheckRun
@@ -155,18 +157,21 @@ type CheckSuite struct {
 
 // CheckRun is a check run of the App's, or of another CI (App non-nil).
 type CheckRun struct {
-	ID          int64
-	App         *CheckApp // nil: the simulator's App
-	Suite       *CheckSuite
-	Name        string
-	HeadSHA     string
-	Status      string
-	Conclusion  string
-	ExternalID  string
-	DetailsURL  string
-	Title       string
-	Summary     string
-	Text        string
+	ID         int64
+	App        *CheckApp // nil: the simulator's App
+	Suite      *CheckSuite
+	Name       string
+	HeadSHA    string
+	Status     string
+	Conclusion string
+	ExternalID string
+	DetailsURL string
+	Title      string
+	Summary    string
+	Text       string
+	// Annotations are the run's annotations, in the order sent: each
+	// create or update appends its output.annotations (checks.go).
+	Annotations []CheckAnnotation
 	StartedAt   time.Time
 	CompletedAt *time.Time
 }

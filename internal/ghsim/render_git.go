@@ -468,7 +468,7 @@ func (s *Sim) checkRunJSON(r *Repo, run *CheckRun) map[string]any {
 		"url": api + "/check-runs/" + id, "html_url": repoWeb(r) + "/runs/" + id, "details_url": details,
 		"status": run.Status, "conclusion": str(run.Conclusion), "started_at": started, "completed_at": tsPtr(run.CompletedAt),
 		"output": map[string]any{"title": str(run.Title), "summary": str(run.Summary), "text": str(run.Text),
-			"annotations_count": 0, "annotations_url": api + "/check-runs/" + id + "/annotations"},
+			"annotations_count": len(run.Annotations), "annotations_url": api + "/check-runs/" + id + "/annotations"},
 		"name": run.Name, "check_suite": suite, "app": app, "pull_requests": prs,
 	}
 }

@@ -15,7 +15,7 @@ func (s *Sim) AddRepo(in *Installation, fullName, defaultBranch string) *Repo {
 		DefaultBranch: defaultBranch, Install: in, CreatedAt: s.now(),
 		Labels: map[string]*Label{}, Issues: map[int]*Issue{}, Comments: map[int64]*Comment{},
 		Collaborators: map[string]string{}, Branches: map[string]string{}, Commits: map[string]*Commit{},
-		Pulls: map[int]*Pull{}, CheckSuites: map[int64]*CheckSuite{}, CheckRuns: map[int64]*CheckRun{}}
+		Pulls: map[int]*Pull{}, ReviewComments: map[int64]*ReviewComment{}, CheckSuites: map[int64]*CheckSuite{}, CheckRuns: map[int64]*CheckRun{}}
 	s.repos[strings.ToLower(fullName)] = r
 	s.reposByID[r.ID] = r
 	s.initGitLocked(r)

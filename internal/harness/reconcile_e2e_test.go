@@ -220,12 +220,13 @@ func TestE2EReconcileIssueClosedItemLive(t *testing.T) {
 }
 
 // TestE2EReconcileCompleteIssueOpen: a complete item whose issue stays
-// open (its pull request said Refs, so GitHub did not close it) is
-// reported; closing the issue resolves it.
+// open (its pull request said Refs, so GitHub did not close it, and
+// close_on_complete is off) is reported; closing the issue resolves it.
 func TestE2EReconcileCompleteIssueOpen(t *testing.T) {
 	t.Parallel()
 	x := newE2E(t)
 	maria := x.Person("maria", "maintain")
+	x.pushSettings(t, x.Person("hana", "write"), "main", "close_on_complete: false\n")
 	id := x.create(t, HumanToken, "Drop the v0 importer", []string{"priority:P2"})
 	n := num(t, id)
 	x.MustSettle(t)
@@ -234,7 +235,7 @@ func TestE2EReconcileCompleteIssueOpen(t *testing.T) {
 	x.release(t, WorkerToken, id, f)
 	c := x.divergenceShown(t, n, "complete-issue-open")
 	if iss := x.issue(n); iss.State != "open" {
-		t.Errorf("warden closed #%d itself (%s); the contract's move is to propose closing it", n, iss.State)
+		t.Errorf("warden closed #%d itself (%s) with close_on_complete: false", n, iss.State)
 	}
 
 	if _, err := maria.CloseIssue(x.Repo, n, "completed"); err != nil {

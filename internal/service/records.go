@@ -69,11 +69,7 @@ func (r *Records) repoFindings(ctx context.Context, repo store.Repo) []gating.De
 		out = append(out, gating.Defect{Code: mirror.SettingsInvalid, Detail: "the settings findings could not be read: " + err.Error()})
 	}
 	for _, p := range probs {
-		d := p.Detail
-		if p.Field != "" {
-			d = p.Field + ": " + d
-		}
-		out = append(out, gating.Defect{Code: p.Code, Detail: d})
+		out = append(out, gating.Defect{Code: p.Code, Detail: p.String()})
 	}
 	if rd, err := r.Store.Ledger.RepoDivergences(ctx, repo.ID); err != nil {
 		out = append(out, gating.Defect{Code: "pr-without-item", Detail: "the repository's divergences could not be read: " + err.Error()})

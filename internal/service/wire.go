@@ -13,7 +13,7 @@ import (
 // SubscribedEvents are the webhook events warden processes (app.yml
 // subscribes the App to them). Every other event is acknowledged and dropped.
 var SubscribedEvents = []string{
-	"issues", "issue_comment", "pull_request", "check_suite", "check_run", "push",
+	"issues", "issue_comment", "pull_request", "pull_request_review_comment", "check_suite", "check_run", "push",
 	"installation", "installation_repositories", "label", "sub_issues",
 }
 
@@ -77,14 +77,15 @@ func NewRouter(m *mirror.Mirror, calls CallsObserver) *webhooks.Router {
 		return webhooks.Result{Outcome: "observed"}, nil
 	})
 	wired := map[string]webhooks.Handler{
-		"installation":              mirrorHandler(m.HandleInstallation, calls),
-		"installation_repositories": mirrorHandler(m.HandleInstallationRepositories, calls),
-		"issues":                    mirrorHandler(m.HandleIssues, calls),
-		"issue_comment":             mirrorHandler(m.HandleIssueComment, calls),
-		"push":                      mirrorHandler(m.HandlePush, calls),
-		"pull_request":              mirrorHandler(m.HandlePullRequest, calls),
-		"check_suite":               mirrorHandler(m.HandleCheckSuite, calls),
-		"check_run":                 mirrorHandler(m.HandleCheckRun, calls),
+		"installation":                mirrorHandler(m.HandleInstallation, calls),
+		"installation_repositories":   mirrorHandler(m.HandleInstallationRepositories, calls),
+		"issues":                      mirrorHandler(m.HandleIssues, calls),
+		"issue_comment":               mirrorHandler(m.HandleIssueComment, calls),
+		"push":                        mirrorHandler(m.HandlePush, calls),
+		"pull_request":                mirrorHandler(m.HandlePullRequest, calls),
+		"pull_request_review_comment": mirrorHandler(m.HandleReviewComment, calls),
+		"check_suite":                 mirrorHandler(m.HandleCheckSuite, calls),
+		"check_run":                   mirrorHandler(m.HandleCheckRun, calls),
 	}
 	for _, e := range SubscribedEvents {
 		if h, ok := wired[e]; ok {

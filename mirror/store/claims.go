@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/wardenhq/warden/gating"
@@ -127,6 +128,9 @@ func (l *Ledger) claimTx(ctx context.Context, tx Querier, repoID int64, n int, r
 		return nil
 	}
 	if err := loadTagsLinks(ctx, tx, repoID, n-1, n, map[int]*Item{n: it}); err != nil {
+		return err
+	}
+	if err := checkClaimBranch(ctx, tx, repoID, it, req.Branch); err != nil {
 		return err
 	}
 	if home, ok := (&gating.Item{Tags: it.Tags}).Tag("homeRegion"); !ok || home != l.cfg.Region {
@@ -296,7 +300,7 @@ func (l *Ledger) renewTx(ctx context.Context, tx Querier, repoID int64, n int, r
 	}
 	// A renew is evidence of work (a fence move, in the protocol's
 	// words): it keeps a claim that lapses later quarantined from now.
-	if err := recordEvidence(ctx, tx, repoID, n, token, now, EvidenceRenew); err != nil {
+	if err := recordEvidence(ctx, tx, repoID, n, token, now, EvidenceRenew, "a renew of fence "+strconv.FormatInt(token, 10)); err != nil {
 		return err
 	}
 	defaulted := req.LeaseSeconds == nil || *req.LeaseSeconds <= 0

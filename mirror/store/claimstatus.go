@@ -25,9 +25,9 @@ func (l *Ledger) Status(ctx context.Context, repoID int64, id gating.ItemID) (Cl
 		if err != nil {
 			return err
 		}
-		var ev int64
+		var ev evidenceRow
 		if it != nil && it.Fence.Token > 0 {
-			if ev, _, err = evidenceOf(ctx, tx, repoID, n, it.Fence.Token); err != nil {
+			if ev, err = evidenceRowOf(ctx, tx, repoID, n, it.Fence.Token); err != nil {
 				return err
 			}
 			if it.Grant == nil {
@@ -48,7 +48,7 @@ func (l *Ledger) Status(ctx context.Context, repoID int64, id gating.ItemID) (Cl
 	return st, nil
 }
 
-func (l *Ledger) status(id gating.ItemID, it *Item, evidenceMs int64) ClaimStatus {
+func (l *Ledger) status(id gating.ItemID, it *Item, ev evidenceRow) ClaimStatus {
 	st := ClaimStatus{Key: string(id)}
 	if it == nil {
 		return st
@@ -72,7 +72,11 @@ func (l *Ledger) status(id gating.ItemID, it *Item, evidenceMs int64) ClaimStatu
 		st.GrantedAt = &at
 	}
 	now := l.cfg.Now()
-	st.State = string(gating.ClaimStateOf(claimView(it, evidenceMs), now, l.cfg.Quarantine))
+	cv := ev.view(it)
+	st.State = string(gating.ClaimStateOf(cv, now, l.cfg.Quarantine))
+	if it.Grant != nil && st.Claimed {
+		st.LastEvidence = cv.Evidence() // a released claim needs none
+	}
 	if st.Claimed && it.Grant != nil && it.Grant.LeaseExpiresAt.UnixMilli() > now.UnixMilli() {
 		st.IsHeld = true
 		exp := Timestamp(it.Grant.LeaseExpiresAt)

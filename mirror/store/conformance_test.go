@@ -86,6 +86,7 @@ func RunConformance(t *testing.T, open func(t *testing.T) *Ledger) {
 	t.Run("Race", func(t *testing.T) { testRace(t, setup(t)) })
 	t.Run("ClaimReadiness", func(t *testing.T) { testClaimReadiness(t, setup) })
 	t.Run("Quarantine", func(t *testing.T) { testQuarantine(t, setup) })
+	t.Run("ActivityEvidence", func(t *testing.T) { testActivityEvidence(t, setup) })
 }
 
 // ---- harness ----
@@ -796,7 +797,7 @@ func testClaimFields(t *testing.T, e *env) {
 	ctx, l := e.ctx, e.l
 	e.create(1, tags())
 	now := e.clock.Now()
-	r, err := l.Claim(ctx, e.repo, "issue-1", ClaimRequest{Owner: "pm/run-1", LeaseSeconds: f64(120), Branch: "feat/epic/x-issue-1"}, pm)
+	r, err := l.Claim(ctx, e.repo, "issue-1", ClaimRequest{Owner: "pm/run-1", LeaseSeconds: f64(120), Branch: "feat/epic-issue-1"}, pm)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -818,7 +819,7 @@ func testClaimFields(t *testing.T, e *env) {
 		t.Fatalf("grants %+v, %v", gs, err)
 	}
 	g := gs[0]
-	if g.Fence != 1 || g.Owner != "pm/run-1" || g.Region != testRegion || g.Branch != "feat/epic/x-issue-1" || g.Purpose != "" ||
+	if g.Fence != 1 || g.Owner != "pm/run-1" || g.Region != testRegion || g.Branch != "feat/epic-issue-1" || g.Purpose != "" ||
 		!g.GrantedAt.Equal(now.Truncate(time.Millisecond)) || !g.LeaseExpiresAt.Equal(now.Add(120*time.Second)) || g.ReleasedAt != nil {
 		t.Fatalf("grant %+v", g)
 	}

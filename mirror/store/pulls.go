@@ -21,6 +21,9 @@ const (
 type PullRecord struct {
 	gating.PullRequest
 	UpdatedAt time.Time
+	// Author is the login that opened it ("" unknown: the stored one
+	// stays): a holder's pull request is evidence of its work.
+	Author string
 }
 
 // RecordPull stores a PR's view unless a newer one is stored. It reports
@@ -41,14 +44,15 @@ func (l *Ledger) RecordPull(ctx context.Context, repoID int64, p PullRecord) (bo
 		mergedAt = p.MergedAt.UnixMilli()
 	}
 	res, err := l.db.Write.ExecContext(ctx, `INSERT INTO pull_requests (repo_id, number, state, merged, draft, title, body, head_ref, head_sha,
-		head_repo, base_ref, merged_at, mergeable, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)
+		head_repo, base_ref, merged_at, mergeable, updated_at, author) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
 		ON CONFLICT (repo_id, number) DO UPDATE SET state = excluded.state, merged = excluded.merged, draft = excluded.draft,
+		author = CASE WHEN excluded.author <> '' THEN excluded.author ELSE pull_requests.author END,
 		title = excluded.title, body = excluded.body, head_ref = excluded.head_ref, head_sha = excluded.head_sha,
 		head_repo = excluded.head_repo, base_ref = excluded.base_ref, merged_at = excluded.merged_at,
 		mergeable = excluded.mergeable, updated_at = excluded.updated_at
 		WHERE excluded.updated_at >= pull_requests.updated_at`,
 		repoID, p.Number, p.State, b2i(p.Merged), b2i(p.Draft), p.Title, p.Body, p.HeadRef, p.HeadSHA, p.HeadRepoFullName,
-		p.BaseRef, mergedAt, mergeable, p.UpdatedAt.UnixMilli())
+		p.BaseRef, mergedAt, mergeable, p.UpdatedAt.UnixMilli(), p.Author)
 	if err != nil {
 		return false, fmt.Errorf("record pull request #%d: %w", p.Number, err)
 	}

@@ -252,17 +252,17 @@ func testQuarantine(t *testing.T, setup func(t *testing.T) *env) {
 			branch string
 			at     time.Time
 		}{{"feat/other", e.clock.Now()}, {"feat/a", t0.Add(-time.Hour)}, {"", e.clock.Now()}} {
-			got, err := e.l.RecordPushEvidence(e.ctx, e.repo, c.branch, c.at)
+			got, err := e.l.RecordPushEvidence(e.ctx, e.repo, c.branch, c.at, "")
 			if err != nil || len(got) != 0 {
 				t.Fatalf("push to %q at %v counted: %+v %v", c.branch, c.at, got, err)
 			}
 		}
-		got, err := e.l.RecordPushEvidence(e.ctx, e.repo, "feat/a", e.clock.Now())
+		got, err := e.l.RecordPushEvidence(e.ctx, e.repo, "feat/a", e.clock.Now(), "")
 		if err != nil || len(got) != 1 || got[0] != (PushEvidence{Item: "issue-1", Fence: 1, Owner: "pm/a"}) {
 			t.Fatalf("push evidence %+v %v", got, err)
 		}
 		// An older push after a newer one changes nothing.
-		if _, err := e.l.RecordPushEvidence(e.ctx, e.repo, "feat/a", t0.Add(time.Minute)); err != nil {
+		if _, err := e.l.RecordPushEvidence(e.ctx, e.repo, "feat/a", t0.Add(time.Minute), ""); err != nil {
 			t.Fatal(err)
 		}
 		e.clock.Set(t0.Add(time.Hour + time.Minute))
@@ -274,7 +274,7 @@ func testQuarantine(t *testing.T, setup func(t *testing.T) *env) {
 		}
 		e.wantNotReady(1, "pm/c", gating.ExLapsed)
 		// A push stamped in the future counts as now, not later.
-		if _, err := e.l.RecordPushEvidence(e.ctx, e.repo, "feat/a", e.clock.Now().Add(24*time.Hour)); err != nil {
+		if _, err := e.l.RecordPushEvidence(e.ctx, e.repo, "feat/a", e.clock.Now().Add(24*time.Hour), ""); err != nil {
 			t.Fatal(err)
 		}
 		e.clock.Set(t0.Add(2*time.Hour + 2*time.Minute))
@@ -284,14 +284,14 @@ func testQuarantine(t *testing.T, setup func(t *testing.T) *env) {
 		// A released claim takes no evidence.
 		r := e.claim(2, "pm/c", 60)
 		e.release(2, *r.FencingToken)
-		if got, _ := e.l.RecordPushEvidence(e.ctx, e.repo, "feat/b", e.clock.Now()); len(got) != 0 {
+		if got, _ := e.l.RecordPushEvidence(e.ctx, e.repo, "feat/b", e.clock.Now(), ""); len(got) != 0 {
 			t.Fatalf("a superseded claim's branch took evidence: %+v", got)
 		}
 		// The comment trail's seam: evidence for the current grant only.
-		if ok, err := e.l.RecordEvidence(e.ctx, e.repo, "issue-1", 1, e.clock.Now(), EvidenceComment); err != nil || !ok {
+		if ok, err := e.l.RecordEvidence(e.ctx, e.repo, "issue-1", 1, e.clock.Now(), EvidenceComment, "a comment"); err != nil || !ok {
 			t.Fatalf("comment evidence: %v %v", ok, err)
 		}
-		if ok, err := e.l.RecordEvidence(e.ctx, e.repo, "issue-2", 1, e.clock.Now(), EvidenceComment); err != nil || ok {
+		if ok, err := e.l.RecordEvidence(e.ctx, e.repo, "issue-2", 1, e.clock.Now(), EvidenceComment, "a comment"); err != nil || ok {
 			t.Fatalf("comment evidence for a superseded grant: %v %v", ok, err)
 		}
 		if st := e.status(1); st.State != "lapsed" {

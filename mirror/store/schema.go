@@ -34,6 +34,7 @@ var schema = []struct {
 	{"trail_summary", trailSummaryMigrations},
 	{"spec", specMigrations},
 	{"claim_records", claimRecordMigrations},
+	{"transitions", transitionMigrations},
 }
 
 // Migrate applies every step of the schema that has not run on d yet. It is
@@ -137,6 +138,14 @@ var ledgerMigrations = []db.Migration{
 	at BIGINT NOT NULL,
 	login TEXT NOT NULL,
 	PRIMARY KEY (repo_id, number, branch, at, login))`},
+	// What the evidence of work was, in words, for the report's evidence
+	// line ("a push by … to …").
+	{Version: 14, SQL: `ALTER TABLE ledger_evidence ADD COLUMN detail TEXT NOT NULL DEFAULT ''`},
+	// A logged push that force-pushed or deleted its branch ("forced",
+	// "deleted"; "" for one that added commits): prior-branch-rewritten.
+	{Version: 15, SQL: `ALTER TABLE ledger_pushes ADD COLUMN rewrite TEXT NOT NULL DEFAULT ''`},
+	// A login's pushes (RecordActivity: which claims it acts for).
+	{Version: 16, SQL: `CREATE INDEX ledger_pushes_by_login ON ledger_pushes (repo_id, login)`},
 }
 
 var actsMigrations = []db.Migration{{Version: 1, SQL: `
@@ -276,6 +285,9 @@ var pullMigrations = []db.Migration{
 	// unknown (0), as the reconcile last read it for the head green_sha.
 	{Version: 4, SQL: `ALTER TABLE pull_requests ADD COLUMN green BIGINT NOT NULL DEFAULT 0`},
 	{Version: 5, SQL: `ALTER TABLE pull_requests ADD COLUMN green_sha TEXT NOT NULL DEFAULT ''`},
+	// The login that opened the PR: a holder's PR is evidence of its work.
+	{Version: 6, SQL: `ALTER TABLE pull_requests ADD COLUMN author TEXT NOT NULL DEFAULT ''`},
+	{Version: 7, SQL: `CREATE INDEX pull_requests_by_author ON pull_requests (repo_id, author)`},
 }
 
 // The reconcile's divergences between the ledger and GitHub (CONTRACT.md
@@ -354,6 +366,8 @@ var trailMigrations = []db.Migration{
 	has_write BIGINT NOT NULL,
 	recorded_at BIGINT NOT NULL,
 	PRIMARY KEY (repo_id, number, comment_id))`},
+	// A login's comments (RecordActivity: the claim markers it posted).
+	{Version: 2, SQL: `CREATE INDEX trail_comments_by_author ON trail_comments (repo_id, author)`},
 }
 
 // Code anchors from push deliveries (CONTRACT.md §3, §9; PROTOCOL.md "Why

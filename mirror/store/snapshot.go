@@ -215,7 +215,7 @@ func collectNumbers(ctx context.Context, q Querier, into map[int]bool, query str
 
 // snapshotSelect is itemSelect with the current grant's recorded evidence.
 const snapshotSelect = `SELECT i.number, i.title, i.body, i.author, i.provenance, i.created_at, i.updated_at, i.fence, i.released,
-	g.owner, g.region, g.branch, g.purpose, g.granted_at, g.lease_expires_at, g.released_at, e.last_at
+	g.owner, g.region, g.branch, g.purpose, g.granted_at, g.lease_expires_at, g.released_at, e.last_at, e.kind, e.detail
 	FROM ledger_items i
 	LEFT JOIN ledger_grants g ON g.repo_id = i.repo_id AND g.number = i.number AND g.fence = i.fence
 	LEFT JOIN ledger_evidence e ON e.repo_id = i.repo_id AND e.number = i.number AND e.fence = i.fence`
@@ -228,19 +228,7 @@ const chunk = 500
 // for the whole repository when nums is nil, else once per chunk of nums
 // with "AND <col> IN (...)" appended, calling scan for every row.
 func eachChunk(ctx context.Context, q Querier, repoID int64, nums []int, query, col string, scan func(*sql.Rows) error) error {
-	run := func(query string, args ...any) error {
-		rows, err := q.QueryContext(ctx, query, args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			if err := scan(rows); err != nil {
-				return err
-			}
-		}
-		return rows.Err()
-	}
+	run := func(query string, args ...any) error { return eachRow(ctx, q, query, args, scan) }
 	if nums == nil {
 		return run(query, repoID)
 	}
@@ -268,17 +256,18 @@ func (l *Ledger) loadSnapshot(ctx context.Context, q Querier, repo Repo, set gat
 	rs := &Snapshot{Repo: repo, Settings: set, Items: map[gating.ItemID]*Item{}, Grants: map[gating.ItemID][]Grant{},
 		Trails: map[gating.ItemID]gating.TrailResult{}, StaleAnchors: map[gating.ItemID][]AnchorState{}}
 	byNum := map[int]*Item{}
-	evidence := map[int]int64{}
+	evidence := map[int]evidenceRow{}
 	err := eachChunk(ctx, q, repo.ID, nums, snapshotSelect+` WHERE i.repo_id = $1`, "i.number", func(rows *sql.Rows) error {
 		var ev sql.NullInt64
-		it, err := scanItem(rows, repo.ID, &ev)
+		var kind, detail sql.NullString
+		it, err := scanItem(rows, repo.ID, &ev, &kind, &detail)
 		if err != nil {
 			return err
 		}
 		n := it.ID.Number()
 		byNum[n] = it
 		if ev.Valid {
-			evidence[n] = ev.Int64
+			evidence[n] = evidenceRow{at: ev.Int64, kind: kind.String, detail: detail.String}
 		}
 		return nil
 	})
@@ -364,11 +353,11 @@ func (l *Ledger) loadSnapshot(ctx context.Context, q Querier, repo Repo, set gat
 		return nil, fmt.Errorf("snapshot of %s: comment trail: %w", repo.FullName, err)
 	}
 	pushes := map[int][]gating.BranchPush{}
-	err = eachChunk(ctx, q, repo.ID, histNums, `SELECT number, branch, at, login FROM ledger_pushes WHERE repo_id = $1`, "number", func(rows *sql.Rows) error {
+	err = eachChunk(ctx, q, repo.ID, histNums, `SELECT number, branch, at, login, rewrite FROM ledger_pushes WHERE repo_id = $1`, "number", func(rows *sql.Rows) error {
 		var n int
 		var p gating.BranchPush
 		var at int64
-		if err := rows.Scan(&n, &p.Branch, &at, &p.Login); err != nil {
+		if err := rows.Scan(&n, &p.Branch, &at, &p.Login, &p.Rewrite); err != nil {
 			return err
 		}
 		p.At = msTime(at)
@@ -406,6 +395,9 @@ func (l *Ledger) loadSnapshot(ctx context.Context, q Querier, repo Repo, set gat
 	if err != nil {
 		return nil, fmt.Errorf("snapshot of %s: divergences: %w", repo.FullName, err)
 	}
+	if err := loadTransitionFindings(ctx, q, repo.ID, nums, labelFindings); err != nil {
+		return nil, fmt.Errorf("snapshot of %s: %w", repo.FullName, err)
+	}
 	anchors, err := loadAnchorStates(ctx, q, repo.ID, nums, true)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot of %s: anchors: %w", repo.FullName, err)
@@ -440,7 +432,7 @@ func (l *Ledger) loadSnapshot(ctx context.Context, q Querier, repo Repo, set gat
 		}
 		cand := gating.Candidate{
 			Item:              it.Snapshot(),
-			Claim:             claimView(it, evidence[n]),
+			Claim:             evidence[n].view(it),
 			AdmissionLabel:    label || !known,
 			AdmissionRecorded: f.admitted[n],
 		}

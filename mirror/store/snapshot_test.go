@@ -71,7 +71,7 @@ func TestSnapshotLoader(t *testing.T) {
 		t.Fatalf("%+v %v", r, err)
 	}
 	e.clock.Advance(2 * time.Minute)
-	if _, err := l.RecordPushEvidence(ctx, e.repo, "feat/a", e.clock.Now()); err != nil {
+	if _, err := l.RecordPushEvidence(ctx, e.repo, "feat/a", e.clock.Now(), ""); err != nil {
 		t.Fatal(err)
 	}
 	e.clock.Advance(time.Minute)

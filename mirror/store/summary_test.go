@@ -238,7 +238,7 @@ func (s *summarySim) step(i int) string {
 		return fmt.Sprintf("step %d: comment %d on issue-1 seen again", i, rec.CommentID)
 	case k < 94:
 		br := []string{"feat-1", "feat-2", "other"}[r.IntN(3)]
-		if _, err := e.l.RecordBranchPush(ctx, e.repo, br, e.clock.Now(), []string{"bot", "carol"}[r.IntN(2)]); err != nil {
+		if _, err := e.l.RecordBranchPush(ctx, e.repo, br, e.clock.Now(), []string{"bot", "carol"}[r.IntN(2)], []string{"", "", gating.RewriteForced, gating.RewriteDeleted}[r.IntN(4)]); err != nil {
 			e.t.Fatalf("step %d push: %v", i, err)
 		}
 		return fmt.Sprintf("step %d: push to %s", i, br)
@@ -450,7 +450,7 @@ func TestSummaryPushAfterTakeover(t *testing.T) {
 			t.Fatal("no stored summary after the takeover")
 		}
 		e.clock.Advance(time.Minute)
-		if _, err := e.l.RecordBranchPush(e.ctx, e.repo, "feat-1", e.clock.Now(), "carol"); err != nil {
+		if _, err := e.l.RecordBranchPush(e.ctx, e.repo, "feat-1", e.clock.Now(), "carol", ""); err != nil {
 			t.Fatal(err)
 		}
 		e.judgedBothWays(1, []string{"pm/a", "pm/b"}, "after the push to the prior branch")

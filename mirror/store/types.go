@@ -160,6 +160,10 @@ type ClaimStatus struct {
 	// GrantedAt is when the current claim (the grant that owns the fence,
 	// held or not) was granted.
 	GrantedAt *string `json:"grantedAt"`
+	// LastEvidence is the current, unreleased claim's latest evidence of
+	// work (what a lapsed claim's quarantine runs from): its kind, when, and
+	// what it was.
+	LastEvidence *gating.ClaimEvidence `json:"lastEvidence,omitempty"`
 }
 
 // ReleaseResult is the answer to a release.
