@@ -1,9 +1,12 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -69,6 +72,10 @@ func (l *layer) observe(inst int64, predicted string, resp *http.Response, now t
 	}
 	if l.remaining != nil {
 		l.remaining.WithLabelValues(installationLabel(inst), resource).Set(float64(b.Remaining))
+		l.limit.WithLabelValues(installationLabel(inst), resource).Set(float64(b.Limit))
+		if !b.Reset.IsZero() {
+			l.reset.WithLabelValues(installationLabel(inst), resource).Set(float64(b.Reset.Unix()))
+		}
 	}
 }
 
@@ -98,6 +105,35 @@ func (l *layer) budget(inst int64) Budget {
 		return st.budgets[coreResource]
 	}
 	return Budget{}
+}
+
+// InstallationBudget is one installation's budget for one resource.
+type InstallationBudget struct {
+	// Installation is the installation ([AppInstallation] for JWT calls).
+	Installation int64
+	// Resource is GitHub's x-ratelimit-resource (core, search, graphql…).
+	Resource string
+	Budget
+}
+
+func (l *layer) budgets() []InstallationBudget {
+	l.mu.Lock()
+	var out []InstallationBudget
+	for inst, st := range l.state {
+		for res, b := range st.budgets {
+			if b.Known {
+				out = append(out, InstallationBudget{Installation: inst, Resource: res, Budget: b})
+			}
+		}
+	}
+	l.mu.Unlock()
+	slices.SortFunc(out, func(a, b InstallationBudget) int {
+		if c := cmp.Compare(a.Installation, b.Installation); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Resource, b.Resource)
+	})
+	return out
 }
 
 // parseBudget reads the x-ratelimit-* headers.

@@ -159,7 +159,7 @@ func New(cfg Config) (*App, error) {
 	if err != nil {
 		return nil, fmt.Errorf("app: metrics: %w", err)
 	}
-	l.errors, l.remaining = hm.errors, hm.remaining
+	l.errors, l.remaining, l.limit, l.reset = hm.errors, hm.remaining, hm.limit, hm.reset
 	conditional, err := newConditionalCache(cfg.ConditionalCacheBytes, cfg.Registerer)
 	if err != nil {
 		return nil, fmt.Errorf("app: metrics: %w", err)
@@ -352,6 +352,12 @@ func (a *App) Calls(installation int64) CallCounts { return a.layer.calls(instal
 // Budget returns an installation's primary ("core") rate-limit budget from
 // the latest response's x-ratelimit-* headers; Known is false before any.
 func (a *App) Budget(installation int64) Budget { return a.layer.budget(installation) }
+
+// Budgets returns every rate-limit budget the latest responses reported,
+// per installation ([AppInstallation] for the App's JWT calls) and
+// resource, ordered by installation then resource: the status page's
+// budget table.
+func (a *App) Budgets() []InstallationBudget { return a.layer.budgets() }
 
 // clientCache is a concurrency-safe LRU cache of installation clients.
 type clientCache struct {

@@ -423,6 +423,8 @@ func (a *App) Troubles() []Trouble { return a.layer.troubles() }
 type healthMetrics struct {
 	errors    *prometheus.CounterVec
 	remaining *prometheus.GaugeVec
+	limit     *prometheus.GaugeVec // remaining's companions, set with it
+	reset     *prometheus.GaugeVec
 }
 
 func newHealthMetrics(reg prometheus.Registerer, l *layer) (healthMetrics, error) {
@@ -438,12 +440,26 @@ func newHealthMetrics(reg prometheus.Registerer, l *layer) (healthMetrics, error
 			Name: "warden_github_ratelimit_remaining",
 			Help: "x-ratelimit-remaining of the latest GitHub answer, by installation and resource.",
 		}, []string{"installation", "resource"}),
+		limit: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "warden_github_ratelimit_limit",
+			Help: "x-ratelimit-limit of the latest GitHub answer (the window's whole budget), by installation and resource.",
+		}, []string{"installation", "resource"}),
+		reset: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "warden_github_ratelimit_reset_timestamp_seconds",
+			Help: "x-ratelimit-reset of the latest GitHub answer (when the window's budget is renewed, Unix seconds), by installation and resource.",
+		}, []string{"installation", "resource"}),
 	}
 	var err error
 	if m.errors, err = registerCollector(reg, m.errors); err != nil {
 		return m, err
 	}
 	if m.remaining, err = registerCollector(reg, m.remaining); err != nil {
+		return m, err
+	}
+	if m.limit, err = registerCollector(reg, m.limit); err != nil {
+		return m, err
+	}
+	if m.reset, err = registerCollector(reg, m.reset); err != nil {
 		return m, err
 	}
 	// Several Apps on one registry: the first one's troubles are exported.

@@ -189,6 +189,16 @@ func TestRateLimitRemainingMetric(t *testing.T) {
 	if got := testutil.ToFloat64(a.layer.remaining.WithLabelValues("7", "core")); got != 4321 {
 		t.Errorf("warden_github_ratelimit_remaining = %v, want 4321", got)
 	}
+	if got := testutil.ToFloat64(a.layer.limit.WithLabelValues("7", "core")); got != 5000 {
+		t.Errorf("warden_github_ratelimit_limit = %v, want 5000", got)
+	}
+	if got := testutil.ToFloat64(a.layer.reset.WithLabelValues("7", "core")); got < float64(time.Now().Unix()) {
+		t.Errorf("warden_github_ratelimit_reset_timestamp_seconds = %v, want the reset an hour ahead", got)
+	}
+	bs := a.Budgets()
+	if len(bs) != 1 || bs[0].Installation != 7 || bs[0].Resource != "core" || bs[0].Remaining != 4321 || bs[0].Limit != 5000 {
+		t.Errorf("Budgets() = %+v, want installation 7's core budget 4321 of 5000", bs)
+	}
 }
 
 func isUnavailable(err error) bool { _, ok := IsUnavailable(err); return ok }

@@ -96,6 +96,8 @@ type layer struct {
 	now        func() time.Time       // warden's clock, for rate-limit resets
 	errors     *prometheus.CounterVec // nil: no metrics
 	remaining  *prometheus.GaugeVec   // nil: no metrics
+	limit      *prometheus.GaugeVec   // set with remaining
+	reset      *prometheus.GaugeVec   // set with remaining
 
 	// conditional is the conditional-request (ETag cache) hook; nil when
 	// Config.ConditionalCacheBytes < 0.

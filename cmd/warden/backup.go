@@ -3,56 +3,74 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/db"
 	"github.com/wardenhq/warden/internal/service"
 )
 
-const backupUsage = `usage: warden backup FILE
-Writes a consistent copy of the SQLite database (WARDEN_DATABASE, or
---database before FILE) to FILE while warden serve keeps running on it:
-SQLite's VACUUM INTO, written to a temporary file beside FILE and checked
-(integrity_check, warden's schema) before it takes FILE's name. FILE must not
-exist. A PostgreSQL database is copied with pg_dump or pg_basebackup instead.`
-
-const restoreUsage = `usage: warden restore FILE
-Puts the backup FILE in place of the SQLite database (WARDEN_DATABASE, or
---database before FILE). Stop warden serve first: a database another process
-has open is refused. FILE is checked (integrity_check, warden's schema, no
-migration newer than this binary) before anything is touched, and is only
-read; the current database is kept as <db>.before-restore-<UTC time>. Then
-start warden serve: its first reconcile pass re-reads GitHub.`
-
-// fileCommand parses the flags and the one FILE argument of backup and
-// restore, and loads the settings; a non-negative code means the command
-// must exit with it.
-func fileCommand(e env, cmd, usage string, args []string) (*config.Settings, string, int) {
-	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-		fmt.Fprintln(e.stdout, usage)
-		return nil, "", exitOK
+func (c *cli) backupCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "backup FILE",
+		Example: `  WARDEN_DATABASE=sqlite:/var/lib/warden/warden.db warden backup /backups/warden-$(date +%F).db`,
+		Short:   "Write a consistent copy of the SQLite database to FILE while serve runs",
+		Long: `Writes a consistent copy of the SQLite database to FILE while warden serve
+keeps running on it: SQLite's VACUUM INTO, written to a temporary file beside
+FILE and checked (integrity_check, warden's schema) before it takes FILE's
+name. FILE must not exist. A PostgreSQL database is copied with pg_dump or
+pg_basebackup instead.`,
 	}
-	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	load := config.Flags(fs, e.getenv)
-	if err := fs.Parse(args); err != nil {
-		return nil, "", exitSetting
+	load := c.withSettings(cmd, databaseEnv...)
+	cmd.RunE = c.action(func(cmd *cobra.Command, args []string) int {
+		s, file, code := c.fileCommand(cmd, load, args)
+		if code >= 0 {
+			return code
+		}
+		return c.backup(s, file)
+	})
+	return cmd
+}
+
+func (c *cli) restoreCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "restore FILE",
+		Short: "Put a backup FILE in place of the SQLite database (serve stopped)",
+		Long: `Puts the backup FILE in place of the SQLite database. Stop warden serve first:
+a database another process has open is refused. FILE is checked
+(integrity_check, warden's schema, no migration newer than this binary)
+before anything is touched, and is only read; the current database is kept
+as <db>.before-restore-<UTC time>. Then start warden serve: its first
+reconcile pass re-reads GitHub.`,
 	}
-	if fs.NArg() != 1 {
-		fmt.Fprintf(e.stderr, "warden %s: name one FILE (%s)\n", cmd, strings.SplitN(usage, "\n", 2)[0])
-		return nil, "", exitSetting
+	load := c.withSettings(cmd, databaseEnv...)
+	cmd.RunE = c.action(func(cmd *cobra.Command, args []string) int {
+		s, file, code := c.fileCommand(cmd, load, args)
+		if code >= 0 {
+			return code
+		}
+		return c.restore(s, file)
+	})
+	return cmd
+}
+
+// fileCommand checks the one FILE argument of backup and restore and loads
+// the settings; a non-negative code means the command must exit with it.
+func (c *cli) fileCommand(cmd *cobra.Command, load func(need ...string) (*config.Settings, error), args []string) (*config.Settings, string, int) {
+	if len(args) != 1 {
+		return nil, "", c.usageError(cmd, "name one FILE (usage: %s)", cmd.UseLine())
 	}
 	s, err := load()
 	if err != nil {
-		return nil, "", fail(e, cmd, err)
+		return nil, "", fail(c.e, cmd.Name(), err)
 	}
-	return s, fs.Arg(0), -1
+	return s, args[0], -1
 }
 
 // settingError makes a refusal that is about WARDEN_DATABASE (PostgreSQL,
@@ -64,12 +82,9 @@ func settingError(err error) error {
 	return err
 }
 
-func runBackup(ctx context.Context, e env, args []string) int {
+func (c *cli) backup(s *config.Settings, file string) int {
 	const cmd = "backup"
-	s, file, code := fileCommand(e, cmd, backupUsage, args)
-	if code >= 0 {
-		return code
-	}
+	ctx, e := c.ctx, c.e
 	info, err := db.Backup(ctx, s.Database, file)
 	if err != nil {
 		return fail(e, cmd, settingError(err))
@@ -79,15 +94,19 @@ func runBackup(ctx context.Context, e env, args []string) int {
 	return exitOK
 }
 
-func runRestore(ctx context.Context, e env, args []string) int {
+func (c *cli) restore(s *config.Settings, file string) int {
 	const cmd = "restore"
-	s, file, code := fileCommand(e, cmd, restoreUsage, args)
-	if code >= 0 {
-		return code
-	}
+	ctx, e := c.ctx, c.e
 	if _, err := db.SQLiteFile(s.Database, cmd); err != nil {
 		return fail(e, cmd, settingError(err))
 	}
+	// Hold serve's lock meanwhile: a warden serve running on the database
+	// is refused here, and none can start while the file is replaced.
+	unlock, err := db.LockServe(s.Database)
+	if err != nil {
+		return fail(e, cmd, fmt.Errorf("%w: %v", db.ErrInUse, err))
+	}
+	defer unlock()
 	known, err := knownSchema(ctx, s)
 	if err != nil {
 		return fail(e, cmd, err)

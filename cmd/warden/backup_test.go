@@ -184,10 +184,10 @@ func TestBackupRestoreRefusals(t *testing.T) {
 	if asides, _ := filepath.Glob(live + ".before-restore-*"); len(asides) > 0 {
 		t.Errorf("a refused restore moved the database: %v", asides)
 	}
-	if code, out, _ := runCmd(t, dsn, "backup", "-h"); code != exitOK || !strings.Contains(out, "usage: warden backup FILE") {
+	if code, out, _ := runCmd(t, dsn, "backup", "-h"); code != exitOK || !strings.Contains(out, "warden backup FILE [flags]") {
 		t.Errorf("backup -h: %d %q", code, out)
 	}
-	if code, out, _ := runCmd(t, dsn, "restore", "--help"); code != exitOK || !strings.Contains(out, "usage: warden restore FILE") {
+	if code, out, _ := runCmd(t, dsn, "restore", "--help"); code != exitOK || !strings.Contains(out, "warden restore FILE [flags]") {
 		t.Errorf("restore --help: %d %q", code, out)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-github/v66/github"
+	"github.com/spf13/cobra"
 
 	"github.com/wardenhq/warden/gating"
 	"github.com/wardenhq/warden/internal/clock"
@@ -36,15 +36,33 @@ type demo struct {
 	prSHA  string // its head
 }
 
-func runDemo(ctx context.Context, e env, args []string) int {
-	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	verbose := fs.Bool("v", false, "print warden's own log (JSON) to stderr")
-	if err := fs.Parse(args); err != nil {
-		return exitSetting
+func (c *cli) demoCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use: "demo",
+		Example: `  warden demo
+  warden demo --serve`,
+		Short: "Run the whole service against the built-in GitHub simulator and a scripted backlog",
+		Long: `Starts warden and a built-in GitHub simulator (no credentials, no network, a
+temporary SQLite database), drives a scripted backlog through them with
+real-shaped, signed deliveries, and prints what warden did at each step.
+Exits 0 when every step behaved.
+
+With --serve, the simulator and warden keep running after the steps: the
+status page, the agent API and the MCP endpoint are printed with ready-made
+tokens and a curl line for each. Ctrl-C (SIGINT, or SIGTERM) stops them.`,
+		Args: noArgs,
 	}
+	verbose := cmd.Flags().BoolP("verbose", "v", false, "print warden's own log (JSON) to stderr")
+	serve := cmd.Flags().Bool("serve", false, "keep the simulator and warden running after the steps, until Ctrl-C")
+	documentSettings(cmd)
+	cmd.RunE = c.action(func(*cobra.Command, []string) int { return c.demo(*verbose, *serve) })
+	return cmd
+}
+
+func (c *cli) demo(verbose, serve bool) int {
+	ctx, e := c.ctx, c.e
 	var logw io.Writer = io.Discard
-	if *verbose {
+	if verbose {
 		logw = e.stderr
 	}
 	fmt.Fprintln(e.stdout, "warden demo: the whole service against a built-in GitHub simulator (no credentials, no network)")
@@ -53,7 +71,7 @@ func runDemo(ctx context.Context, e env, args []string) int {
 	env, err := harness.Start(sctx, harness.Options{Log: logw, Now: clock.Now})
 	cancel()
 	if err != nil {
-		fmt.Fprintf(e.stderr, "warden demo: %v\n", err)
+		fmt.Fprintf(e.stderr, "warden demo: %s\n", flatten(err.Error()))
 		return exitFailed
 	}
 	defer env.Close()
@@ -61,6 +79,10 @@ func runDemo(ctx context.Context, e env, args []string) int {
 	d := &demo{env: env, clock: clock}
 	failed := 0
 	for i, s := range demoSteps() {
+		if ctx.Err() != nil {
+			fmt.Fprintln(e.stdout, "stopped")
+			return exitFailed
+		}
 		fmt.Fprintf(e.stdout, "%2d. %s\n", i+1, s.title)
 		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		what, err := s.run(sctx, d)
@@ -73,12 +95,19 @@ func runDemo(ctx context.Context, e env, args []string) int {
 		fmt.Fprintf(e.stdout, "    ✓ %s\n", what)
 	}
 	fmt.Fprintln(e.stdout)
+	code := exitOK
 	if failed > 0 {
 		fmt.Fprintf(e.stdout, "%d of %d steps did not behave\n", failed, len(demoSteps()))
-		return exitFailed
+		code = exitFailed
+	} else {
+		fmt.Fprintf(e.stdout, "all %d steps behaved\n", len(demoSteps()))
 	}
-	fmt.Fprintf(e.stdout, "all %d steps behaved\n", len(demoSteps()))
-	return exitOK
+	if serve {
+		printDemoEndpoints(e.stdout, env)
+		<-ctx.Done()
+		fmt.Fprintln(e.stdout, "stopping warden and the simulator")
+	}
+	return code
 }
 
 func demoSteps() []demoStep {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"regexp"
@@ -13,18 +12,14 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/spf13/cobra"
+
 	"github.com/wardenhq/warden/gating"
 	"github.com/wardenhq/warden/internal/agentapi"
 	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/service"
 	"github.com/wardenhq/warden/mirror/store"
 )
-
-const itemsUsage = `usage: warden items list    --repo OWNER/REPO [--json]
-       warden items show    --repo OWNER/REPO ID [--json]
-       warden items claim   --repo OWNER/REPO ID --owner OWNER [--lease 30s] [--wait 0s] [--branch B] [--maintenance] [--json]
-       warden items release --repo OWNER/REPO ID --token N [--json]
-ID is issue-N (or N). The CLI acts on the ledger directly, as a human ("cli").`
 
 // itemsOpts are the flags of `warden items`.
 type itemsOpts struct {
@@ -38,7 +33,32 @@ type itemsOpts struct {
 	token       int64
 }
 
-func (o *itemsOpts) register(fs *flag.FlagSet, sub string) {
+var cliRepoRe = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$`)
+
+// cliActor is who the CLI acts as: a person at a maintainer's terminal.
+var cliActor = store.Actor{Role: gating.RoleHuman, Name: "cli"}
+
+func (c *cli) itemsCmd() *cobra.Command {
+	grp := &cobra.Command{
+		Use:   "items",
+		Short: "List, show, claim or release backlog items in the ledger",
+		Long: `The ledger from the command line. ID is issue-N (or N). The CLI acts on the
+ledger directly, as a human named "cli", and makes no GitHub call.`,
+	}
+	documentSettings(grp)
+	return c.group(grp,
+		c.itemsSub("list", "list --repo OWNER/REPO", "List a repository's items: priority, phase, state, claim, title", noArgs),
+		c.itemsSub("show", "show --repo OWNER/REPO ID", "Show one item: tags, links, attempts, claim, grant log, body", cobra.ArbitraryArgs),
+		c.itemsSub("claim", "claim --repo OWNER/REPO ID --owner OWNER", "Claim an item (a fenced, leased claim)", cobra.ArbitraryArgs),
+		c.itemsSub("release", "release --repo OWNER/REPO ID --token N", "Release a claim by its fencing token", cobra.ArbitraryArgs),
+	)
+}
+
+// itemsSub is one `warden items` subcommand with its own flags.
+func (c *cli) itemsSub(sub, use, short string, args cobra.PositionalArgs) *cobra.Command {
+	cmd := &cobra.Command{Use: use, Short: short, Long: short + ".", Args: args}
+	var o itemsOpts
+	fs := cmd.Flags()
 	fs.StringVar(&o.repo, "repo", "", "the repository, OWNER/REPO")
 	fs.BoolVar(&o.asJSON, "json", false, "print JSON")
 	switch sub {
@@ -51,34 +71,16 @@ func (o *itemsOpts) register(fs *flag.FlagSet, sub string) {
 	case "release":
 		fs.Int64Var(&o.token, "token", 0, "the fencing token of the claim to release")
 	}
+	load := c.withSettings(cmd, ledgerEnv...)
+	cmd.RunE = c.action(func(cmd *cobra.Command, pos []string) int {
+		return c.runItems(cmd, sub, o, pos, load)
+	})
+	return cmd
 }
 
-var cliRepoRe = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,100}/[A-Za-z0-9_.-]{1,100}$`)
-
-// cliActor is who the CLI acts as: a person at a maintainer's terminal.
-var cliActor = store.Actor{Role: gating.RoleHuman, Name: "cli"}
-
-func runItems(ctx context.Context, e env, args []string) int {
-	subs := map[string]bool{"list": true, "show": true, "claim": true, "release": true}
-	if len(args) == 0 || !subs[args[0]] {
-		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-			fmt.Fprintln(e.stdout, itemsUsage)
-			return exitOK
-		}
-		fmt.Fprintln(e.stderr, itemsUsage)
-		return exitSetting
-	}
-	sub, cmd := args[0], "items "+args[0]
-	var o itemsOpts
-	register := func(fs *flag.FlagSet) { o.register(fs, sub) }
-	flagArgs, pos, ok := splitItemsArgs(e, cmd, args[1:], register)
-	if !ok {
-		return exitSetting
-	}
-	usage := func(format string, a ...any) int {
-		fmt.Fprintf(e.stderr, "warden %s: %s\n", cmd, fmt.Sprintf(format, a...))
-		return exitSetting
-	}
+func (c *cli) runItems(cobraCmd *cobra.Command, sub string, o itemsOpts, pos []string, load func(need ...string) (*config.Settings, error)) int {
+	ctx, e, cmd := c.ctx, c.e, "items "+sub
+	usage := func(format string, a ...any) int { return c.usageError(cobraCmd, format, a...) }
 	if o.repo == "" {
 		return usage("--repo OWNER/REPO is required")
 	}
@@ -115,7 +117,7 @@ func runItems(ctx context.Context, e env, args []string) int {
 		}
 	}
 
-	s, d, _, code := openDatabase(ctx, e, cmd, flagArgs, register)
+	s, d, code := openDatabase(ctx, e, cmd, load)
 	if code >= 0 {
 		return code
 	}
@@ -134,42 +136,16 @@ func runItems(ctx context.Context, e env, args []string) int {
 	if err != nil {
 		return fail(e, cmd, err)
 	}
-	c := itemsCmd{e: e, cmd: cmd, l: l, repo: repo, o: o}
+	ic := itemsCmd{e: e, cmd: cmd, l: l, repo: repo, o: o}
 	switch sub {
 	case "list":
-		return c.list(ctx)
+		return ic.list(ctx)
 	case "show":
-		return c.show(ctx, id)
+		return ic.show(ctx, id)
 	case "claim":
-		return c.claim(ctx, id)
+		return ic.claim(ctx, id)
 	default:
-		return c.release(ctx, id)
-	}
-}
-
-// splitItemsArgs parses args with flags before, between and after the
-// positional arguments, and returns the flags and the positionals apart.
-func splitItemsArgs(e env, cmd string, args []string, register func(*flag.FlagSet)) (flagArgs, pos []string, ok bool) {
-	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	config.Flags(fs, e.getenv)
-	register(fs)
-	rest := args
-	for {
-		if err := fs.Parse(rest); err != nil {
-			return nil, nil, false
-		}
-		consumed := rest[:len(rest)-fs.NArg()]
-		if n := len(consumed); n > 0 && consumed[n-1] == "--" {
-			flagArgs = append(flagArgs, consumed[:n-1]...)
-			return flagArgs, append(pos, fs.Args()...), true
-		}
-		flagArgs = append(flagArgs, consumed...)
-		if fs.NArg() == 0 {
-			return flagArgs, pos, true
-		}
-		pos = append(pos, fs.Arg(0))
-		rest = fs.Args()[1:]
+		return ic.release(ctx, id)
 	}
 }
 

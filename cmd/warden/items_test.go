@@ -144,11 +144,11 @@ func TestItemsRefusalsAndUsage(t *testing.T) {
 		code int
 		want string
 	}{
-		{"no subcommand", []string{"items"}, exitSetting, "usage: warden items"},
-		{"unknown subcommand", []string{"items", "delete"}, exitSetting, "usage: warden items"},
+		{"no subcommand", []string{"items"}, exitSetting, "name a subcommand: list, show, claim, release"},
+		{"unknown subcommand", []string{"items", "delete"}, exitSetting, `unknown subcommand "delete"`},
 		{"no repo", []string{"items", "list"}, exitSetting, "--repo OWNER/REPO is required"},
 		{"bad repo", []string{"items", "list", "--repo", "acme"}, exitSetting, "not OWNER/REPO"},
-		{"unknown flag", []string{"items", "list", "--repo", "acme/app", "--colour"}, exitSetting, "flag provided but not defined"},
+		{"unknown flag", []string{"items", "list", "--repo", "acme/app", "--colour"}, exitSetting, "unknown flag: --"},
 		{"list takes no item", []string{"items", "list", "--repo", "acme/app", "issue-3"}, exitSetting, "unexpected argument"},
 		{"show without an item", []string{"items", "show", "--repo", "acme/app"}, exitSetting, "name one item"},
 		{"show two items", []string{"items", "show", "--repo", "acme/app", "issue-3", "issue-4"}, exitSetting, "name one item"},
@@ -156,7 +156,7 @@ func TestItemsRefusalsAndUsage(t *testing.T) {
 		{"claim without owner", []string{"items", "claim", "--repo", "acme/app", "issue-3"}, exitSetting, "--owner is required"},
 		{"claim waiting too long", []string{"items", "claim", "--repo", "acme/app", "issue-3", "--owner", "a/b", "--wait", "2m"}, exitSetting, "--wait"},
 		{"release without token", []string{"items", "release", "--repo", "acme/app", "issue-3"}, exitSetting, "--token N is required"},
-		{"token flag only on release", []string{"items", "claim", "--repo", "acme/app", "issue-3", "--token", "1"}, exitSetting, "flag provided but not defined"},
+		{"token flag only on release", []string{"items", "claim", "--repo", "acme/app", "issue-3", "--token", "1"}, exitSetting, "unknown flag: --"},
 		{"repository not served", []string{"items", "list", "--repo", "acme/other"}, exitFailed, "does not serve acme/other"},
 		{"missing item", []string{"items", "show", "--repo", "acme/app", "issue-404"}, exitFailed, "no such item"},
 		{"owner with a space", []string{"items", "claim", "--repo", "acme/app", "issue-3", "--owner", "a b"}, exitFailed, "refused (invalid-request)"},

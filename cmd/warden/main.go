@@ -1,6 +1,10 @@
 // Command warden is the one binary of warden, the GitHub App that keeps an
 // agent-operated backlog honest: it runs the service, the demo, migrations,
 // one-off reconcile passes and the operators' inbox tools.
+//
+// Every command is a cobra command (cli.go): a one-line description, only
+// its own flags, the environment settings it reads in its help, --help on
+// stdout with exit status 0, `warden help CMD` and shell completion.
 package main
 
 import (
@@ -22,8 +26,14 @@ const (
 	exitSetting = 2 // bad usage or settings: nothing was started
 )
 
+// stopSignals end every command gracefully. SIGHUP stops like SIGTERM: a
+// terminal closed under `warden serve` (or a supervisor's hang-up) shuts it
+// down cleanly instead of killing it; warden reloads nothing on it (its
+// per-repository settings are re-read from GitHub as they change).
+var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM, syscall.SIGHUP}
+
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
 	code := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
@@ -37,62 +47,40 @@ type env struct {
 	stderr io.Writer
 }
 
-type command struct {
-	name    string
-	summary string
-	run     func(ctx context.Context, e env, args []string) int
-}
-
-func commands() []command {
-	return []command{
-		{"serve", "run the service: webhooks, agent API, status page, reconcile loop", runServe},
-		{"demo", "run the whole service against the built-in GitHub simulator and a scripted backlog", runDemo},
-		{"migrate", "create or upgrade the database schema", runMigrate},
-		{"backup", "write a consistent copy of the SQLite database to FILE while serve runs", runBackup},
-		{"restore", "put a backup FILE in place of the SQLite database (serve stopped)", runRestore},
-		{"deliveries", "list the inbox and its dead letters, or retry dead letters", runDeliveries},
-		{"items", "list, show, claim or release backlog items in the ledger", runItems},
-		{"ready", "print a repository's ready set and defect report", runReady},
-		{"reconcile", "run one reconcile pass now (--dry-run: report, write nothing)", runReconcile},
-		{"setup", "create the GitHub App from app.yml (the manifest flow) and store its credentials", runSetup},
-		{"version", "print the version", runVersion},
-	}
-}
-
+// run runs the command line args and returns its exit status.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {
-	e := env{getenv: getenv, stdout: stdout, stderr: stderr}
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
-		usage(stdout)
-		if len(args) == 0 {
-			return exitSetting
+	c := &cli{ctx: ctx, e: env{getenv: getenv, stdout: stdout, stderr: stderr}, code: exitOK}
+	root := c.root()
+	root.SetArgs(args)
+	if len(args) == 0 {
+		root.InitDefaultHelpCmd()
+		root.InitDefaultCompletionCmd()
+		root.SetOut(stderr)
+		root.Usage()
+		return exitSetting
+	}
+	cmd, err := root.ExecuteC()
+	if err != nil {
+		name := "warden"
+		if cmd != nil {
+			name = cmd.CommandPath()
 		}
-		return exitOK
+		fmt.Fprintf(stderr, "%s: %s (see '%s --help')\n", name, oneLine(err.Error(), 400), name)
+		return exitSetting
 	}
-	for _, c := range commands() {
-		if c.name == args[0] {
-			return c.run(ctx, e, args[1:])
-		}
-	}
-	fmt.Fprintf(stderr, "warden: unknown command %q (run 'warden help')\n", args[0])
-	return exitSetting
-}
-
-func usage(w io.Writer) {
-	fmt.Fprintln(w, "usage: warden <command> [flags]")
-	fmt.Fprintln(w)
-	for _, c := range commands() {
-		fmt.Fprintf(w, "  %-11s %s\n", c.name, c.summary)
-	}
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Settings come from WARDEN_* environment variables (see README.md); 'warden <command> -h' lists flags.")
+	return c.code
 }
 
 // fail prints one line for a setting error (exit 2) or a failure (exit 1).
 func fail(e env, cmd string, err error) int {
-	fmt.Fprintf(e.stderr, "warden %s: %v\n", cmd, err)
+	fmt.Fprintf(e.stderr, "warden %s: %s\n", cmd, flatten(err.Error()))
 	var se *config.Error
 	if errors.As(err, &se) {
 		return exitSetting
 	}
 	return exitFailed
 }
+
+// flatten makes a message one line: drivers (pgx naming each address it
+// tried) and joined errors break theirs over several.
+func flatten(msg string) string { return config.OneLine(msg) }

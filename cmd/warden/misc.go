@@ -1,11 +1,14 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"runtime/debug"
 	"strings"
 
+	"github.com/spf13/cobra"
+
+	"github.com/wardenhq/warden/internal/config"
+	"github.com/wardenhq/warden/internal/db"
 	"github.com/wardenhq/warden/internal/service"
 )
 
@@ -42,34 +45,63 @@ func versionString() string {
 	return "dev"
 }
 
-func runVersion(_ context.Context, e env, _ []string) int {
-	fmt.Fprintf(e.stdout, "warden %s\n", versionString())
-	return exitOK
+func (c *cli) versionCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "version",
+		Short: "Print warden's version",
+		Long:  "Prints warden's version: the release it was built as, or dev+COMMIT for a build from a checkout.",
+		Args:  noArgs,
+	}
+	documentSettings(cmd)
+	cmd.RunE = c.action(func(*cobra.Command, []string) int {
+		fmt.Fprintf(c.e.stdout, "warden %s\n", versionString())
+		return exitOK
+	})
+	return cmd
 }
 
-func runMigrate(ctx context.Context, e env, args []string) int {
-	s, d, _, code := openDatabase(ctx, e, "migrate", args, nil)
-	if code >= 0 {
-		return code
+func (c *cli) migrateCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "migrate",
+		Short: "Create or upgrade the database schema",
+		Long: `Creates the database if there is none, or upgrades its schema to this
+binary's, and prints each component's schema version. warden serve does the
+same at start; run migrate to upgrade ahead of a deployment.`,
+		Args: noArgs,
 	}
-	defer d.Close()
-	if err := service.Migrate(ctx, d, s); err != nil {
-		return fail(e, "migrate", err)
-	}
-	var versions []string
-	rows, err := d.Read.QueryContext(ctx, `SELECT component, MAX(version) FROM schema_migrations GROUP BY component ORDER BY component`)
-	if err != nil {
-		return fail(e, "migrate", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var c string
-		var v int
-		if err := rows.Scan(&c, &v); err != nil {
-			return fail(e, "migrate", err)
+	load := c.withSettings(cmd, databaseEnv...)
+	cmd.RunE = c.action(func(*cobra.Command, []string) int {
+		s, err := load()
+		if err != nil {
+			return fail(c.e, "migrate", err)
 		}
-		versions = append(versions, fmt.Sprintf("%s v%d", c, v))
-	}
-	fmt.Fprintf(e.stdout, "schema up to date in %s: %s\n", d.Source, strings.Join(versions, ", "))
-	return exitOK
+		d, err := db.Open(c.ctx, s.Database)
+		if err != nil {
+			return fail(c.e, "migrate", &config.Error{Msg: fmt.Sprintf("WARDEN_DATABASE: %v", err)})
+		}
+		defer d.Close()
+		if err := service.Migrate(c.ctx, d, s); err != nil {
+			return fail(c.e, "migrate", err)
+		}
+		var versions []string
+		rows, err := d.Read.QueryContext(c.ctx, `SELECT component, MAX(version) FROM schema_migrations GROUP BY component ORDER BY component`)
+		if err != nil {
+			return fail(c.e, "migrate", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var comp string
+			var v int
+			if err := rows.Scan(&comp, &v); err != nil {
+				return fail(c.e, "migrate", err)
+			}
+			versions = append(versions, fmt.Sprintf("%s v%d", comp, v))
+		}
+		if err := rows.Err(); err != nil {
+			return fail(c.e, "migrate", err)
+		}
+		fmt.Fprintf(c.e.stdout, "schema up to date in %s: %s\n", d.Source, strings.Join(versions, ", "))
+		return exitOK
+	})
+	return cmd
 }

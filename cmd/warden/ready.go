@@ -1,55 +1,52 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/spf13/cobra"
+
 	"github.com/wardenhq/warden/gating"
 	"github.com/wardenhq/warden/internal/agentapi"
+	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/service"
 	"github.com/wardenhq/warden/mirror/store"
 )
 
-const readyUsage = `usage: warden ready --repo OWNER/REPO [--json]
-Prints the repository's ready set (claim order), what is left out and why,
-the defect report and the alarms, from the ledger (no GitHub call).`
+func (c *cli) readyCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use: "ready --repo OWNER/REPO",
+		Example: `  warden ready --repo acme/app
+  warden ready --repo acme/app --json | jq .ready`,
+		Short: "Print a repository's ready set and defect report",
+		Long: `Prints the repository's ready set (claim order), what is left out and why,
+the defect report and the alarms, from the ledger (no GitHub call).`,
+		Args: noArgs,
+	}
+	repoName := cmd.Flags().String("repo", "", "the repository, OWNER/REPO")
+	asJSON := cmd.Flags().Bool("json", false, "print JSON (GET /ready's answer, all of the ready set, and the report)")
+	load := c.withSettings(cmd, ledgerEnv...)
+	cmd.RunE = c.action(func(cmd *cobra.Command, _ []string) int {
+		switch {
+		case *repoName == "":
+			return c.usageError(cmd, "--repo OWNER/REPO is required")
+		case !cliRepoRe.MatchString(*repoName):
+			return c.usageError(cmd, "--repo %q is not OWNER/REPO", *repoName)
+		}
+		return c.ready(load, *repoName, *asJSON)
+	})
+	return cmd
+}
 
-func runReady(ctx context.Context, e env, args []string) int {
+func (c *cli) ready(load func(need ...string) (*config.Settings, error), repoName string, asJSON bool) int {
 	const cmd = "ready"
-	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-		fmt.Fprintln(e.stdout, readyUsage)
-		return exitOK
-	}
-	var repoName string
-	var asJSON bool
-	register := func(fs *flag.FlagSet) {
-		fs.StringVar(&repoName, "repo", "", "the repository, OWNER/REPO")
-		fs.BoolVar(&asJSON, "json", false, "print JSON (GET /ready's answer, all of the ready set, and the report)")
-	}
-	flagArgs, pos, ok := splitItemsArgs(e, cmd, args, register)
-	if !ok {
-		return exitSetting
-	}
-	usage := func(format string, a ...any) int {
-		fmt.Fprintf(e.stderr, "warden %s: %s\n", cmd, fmt.Sprintf(format, a...))
-		return exitSetting
-	}
-	switch {
-	case len(pos) > 0:
-		return usage("unexpected argument %q", pos[0])
-	case repoName == "":
-		return usage("--repo OWNER/REPO is required")
-	case !cliRepoRe.MatchString(repoName):
-		return usage("--repo %q is not OWNER/REPO", repoName)
-	}
-	s, d, _, code := openDatabase(ctx, e, cmd, flagArgs, register)
+	ctx, e := c.ctx, c.e
+	s, d, code := openDatabase(ctx, e, cmd, load)
 	if code >= 0 {
 		return code
 	}

@@ -1,12 +1,13 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
+	"strings"
 	"text/tabwriter"
+
+	"github.com/spf13/cobra"
 
 	"github.com/wardenhq/warden/internal/config"
 	"github.com/wardenhq/warden/internal/service"
@@ -14,42 +15,40 @@ import (
 	"github.com/wardenhq/warden/mirror/store"
 )
 
-const reconcileUsage = `usage: warden reconcile [--repo OWNER/REPO] [--dry-run] [--budget N] [--json]
-Runs one reconcile pass now over every served repository (or one): reads
+func (c *cli) reconcileCmd() *cobra.Command {
+	const name = "reconcile"
+	cmd := &cobra.Command{
+		Use: "reconcile",
+		Example: `  warden reconcile --repo acme/app --dry-run
+  warden reconcile --budget 200`,
+		Short: "Run one reconcile pass now (--dry-run: report, write nothing)",
+		Long: `Runs one reconcile pass now over every served repository (or one): reads
 GitHub (the open pull requests, the issues changed since the last pass, the
 checks of resumable pull requests), reports every divergence, and brings
 GitHub in step (report comments, parks, check runs, the dashboard).
---dry-run reads and reports, and writes nothing to GitHub. Needs the App's
-settings (WARDEN_APP_ID, its key, WARDEN_WEBHOOK_SECRET) like serve.`
+--dry-run reads and reports, writes nothing to GitHub, and lists what it would
+have written. Needs the App's settings like serve.`,
+		Args: noArgs,
+	}
+	repoName := cmd.Flags().String("repo", "", "only this repository, OWNER/REPO")
+	dry := cmd.Flags().Bool("dry-run", false, "read and report; write nothing to GitHub")
+	budget := cmd.Flags().Int("budget", 0, "at most this many GitHub requests per repository (0: the default, and a quarter of the remaining rate limit)")
+	asJSON := cmd.Flags().Bool("json", false, "print the passes as JSON")
+	load := c.withSettings(cmd, appEnv...)
+	cmd.RunE = c.action(func(cmd *cobra.Command, _ []string) int {
+		if *repoName != "" && !cliRepoRe.MatchString(*repoName) {
+			return c.usageError(cmd, "--repo %q is not OWNER/REPO", *repoName)
+		}
+		if *budget < 0 {
+			return c.usageError(cmd, "--budget %d is negative", *budget)
+		}
+		return c.reconcile(name, load, *repoName, mirror.ReconcileOptions{DryRun: *dry, Budget: *budget}, *asJSON)
+	})
+	return cmd
+}
 
-func runReconcile(ctx context.Context, e env, args []string) int {
-	const cmd = "reconcile"
-	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-		fmt.Fprintln(e.stdout, reconcileUsage)
-		return exitOK
-	}
-	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	load := config.Flags(fs, e.getenv)
-	repoName := fs.String("repo", "", "only this repository, OWNER/REPO")
-	dry := fs.Bool("dry-run", false, "read and report; write nothing to GitHub")
-	budget := fs.Int("budget", 0, "at most this many GitHub requests per repository (0: the default, and a quarter of the remaining rate limit)")
-	asJSON := fs.Bool("json", false, "print the passes as JSON")
-	if err := fs.Parse(args); err != nil {
-		return exitSetting
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(e.stderr, "warden %s: unexpected argument %q\n", cmd, fs.Arg(0))
-		return exitSetting
-	}
-	if *repoName != "" && !cliRepoRe.MatchString(*repoName) {
-		fmt.Fprintf(e.stderr, "warden %s: --repo %q is not OWNER/REPO\n", cmd, *repoName)
-		return exitSetting
-	}
-	if *budget < 0 {
-		fmt.Fprintf(e.stderr, "warden %s: --budget %d is negative\n", cmd, *budget)
-		return exitSetting
-	}
+func (c *cli) reconcile(cmd string, load func(need ...string) (*config.Settings, error), repoName string, o mirror.ReconcileOptions, asJSON bool) int {
+	ctx, e := c.ctx, c.e
 	s, err := load("app", "secret")
 	if err != nil {
 		return fail(e, cmd, err)
@@ -59,33 +58,35 @@ func runReconcile(ctx context.Context, e env, args []string) int {
 		return fail(e, cmd, err)
 	}
 	defer svc.Close()
-	o := mirror.ReconcileOptions{DryRun: *dry, Budget: *budget}
 	var results []mirror.PassResult
-	if *repoName != "" {
-		repo, err := svc.Ledger.Repo(ctx, *repoName)
+	if repoName != "" {
+		repo, err := svc.Ledger.Repo(ctx, repoName)
 		if errors.Is(err, store.ErrNotFound) {
-			return fail(e, cmd, fmt.Errorf("warden does not serve %s (install the App on it first)", *repoName))
+			return fail(e, cmd, fmt.Errorf("warden does not serve %s (install the App on it first)", repoName))
 		} else if err != nil {
 			return fail(e, cmd, err)
 		}
 		res, err := svc.Mirror.Reconcile(ctx, repo, o)
 		results = append(results, res)
 		if err != nil {
-			printPasses(e, results, *asJSON)
+			printPasses(e, results, o.DryRun, asJSON, err)
 			return fail(e, cmd, err)
 		}
 	} else {
 		results, err = svc.Mirror.ReconcileAll(ctx, o)
 		if err != nil {
-			printPasses(e, results, *asJSON)
+			printPasses(e, results, o.DryRun, asJSON, err)
 			return fail(e, cmd, err)
 		}
 	}
-	printPasses(e, results, *asJSON)
+	printPasses(e, results, o.DryRun, asJSON, nil)
 	return exitOK
 }
 
-func printPasses(e env, results []mirror.PassResult, asJSON bool) {
+// printPasses prints each pass. A dry run's writes are 0 by construction;
+// what it would have written is counted apart ("would write N"). A pass that
+// failed says why, and says nothing of findings it never derived.
+func printPasses(e env, results []mirror.PassResult, dry, asJSON bool, passErr error) {
 	if asJSON {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
@@ -93,17 +94,36 @@ func printPasses(e env, results []mirror.PassResult, asJSON bool) {
 		return
 	}
 	for _, r := range results {
+		failed := !r.Complete && r.Stopped == ""
 		state := "complete"
-		if !r.Complete {
+		switch {
+		case failed:
+			state = "failed: " + passFailure(r.Repo, passErr)
+		case !r.Complete:
 			state = "stopped: " + r.Stopped
 		}
-		fmt.Fprintf(e.stdout, "%s: %s; %d reads (%d not modified), %d writes\n", r.Repo, state, r.Calls.Reads, r.Calls.NotModified, r.Calls.Writes)
+		writes := fmt.Sprintf("%d writes", r.Calls.Writes)
+		if dry {
+			writes = "0 writes (dry run)"
+			if n := plannedWrites(r); n > 0 {
+				writes = fmt.Sprintf("0 writes (dry run; would write %d, listed below)", n)
+			}
+		}
+		fmt.Fprintf(e.stdout, "%s: %s; %d reads (%d not modified), %s\n", r.Repo, state, r.Calls.Reads, r.Calls.NotModified, writes)
 		if r.Adopted > 0 || r.Unadopted > 0 || r.PullsRead > 0 {
 			fmt.Fprintf(e.stdout, "  adoption: %d labelled issues made items in this pass, %d still to adopt; %d pull requests read that warden had not recorded\n",
 				r.Adopted, r.Unadopted, r.PullsRead)
 		}
 		for _, a := range r.Actions {
-			fmt.Fprintf(e.stdout, "  did: %s\n", a)
+			verb := "did"
+			if rest, ok := strings.CutPrefix(a, "would "); ok {
+				verb, a = "would", rest
+			}
+			fmt.Fprintf(e.stdout, "  %s: %s\n", verb, a)
+		}
+		if failed && len(r.Findings) == 0 {
+			fmt.Fprintln(e.stdout, "  findings not derived: the pass did not finish")
+			continue
 		}
 		if len(r.Findings) == 0 {
 			fmt.Fprintln(e.stdout, "  no findings")
@@ -119,4 +139,36 @@ func printPasses(e env, results []mirror.PassResult, asJSON bool) {
 		}
 		tw.Flush()
 	}
+}
+
+// plannedWrites counts what a dry run would have written to GitHub: its
+// "would …" actions.
+func plannedWrites(r mirror.PassResult) int {
+	n := 0
+	for _, a := range r.Actions {
+		if strings.HasPrefix(a, "would ") {
+			n++
+		}
+	}
+	return n
+}
+
+// passFailure is why the pass over repo failed: the error naming repo among
+// those a run of passes returned, else all of them.
+func passFailure(repo string, err error) string {
+	if err == nil {
+		return "no reason given"
+	}
+	var errs []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	} else {
+		errs = []error{err}
+	}
+	for _, e := range errs {
+		if strings.Contains(e.Error(), repo) {
+			return flatten(e.Error())
+		}
+	}
+	return flatten(err.Error())
 }

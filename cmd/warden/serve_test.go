@@ -202,7 +202,7 @@ func TestServeEndToEnd(t *testing.T) {
 			t.Errorf("metrics lack %s", want)
 		}
 	}
-	if code, page := get(t, admin+"/"); code != 200 || !strings.Contains(page, "Dead letters") || !strings.Contains(page, "warden-test[bot]") {
+	if code, page := get(t, admin+"/"); code != 200 || !strings.Contains(strings.ToLower(page), "dead letters") || !strings.Contains(page, "warden-test[bot]") {
 		t.Fatalf("status page %d %q", code, page)
 	}
 	// The public listener never serves the operators' pages.
@@ -268,6 +268,8 @@ func TestServeRefusesBadSettingsWithExit2(t *testing.T) {
 		{"bad key", with("WARDEN_PRIVATE_KEY_FILE", badKey), "GitHub App"},
 		{"unreachable database", with("WARDEN_DATABASE", "sqlite:"+filepath.Join(dir, "no", "such", "dir", "w.db")), "WARDEN_DATABASE"},
 		{"port taken", with("WARDEN_LISTEN", "256.0.0.1:1"), "WARDEN_LISTEN"},
+		// localhost names two addresses; pgx reports each on a line of its own.
+		{"unreachable postgres", with("WARDEN_DATABASE", "postgres://warden:topsecret@localhost:1/warden?connect_timeout=2"), "WARDEN_DATABASE"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"html/template"
 	"io"
@@ -22,17 +21,9 @@ import (
 	"time"
 
 	"github.com/google/go-github/v66/github"
+	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v4"
 )
-
-const setupUsage = `usage: warden setup [--org ORG] [--github https://github.com] [--api URL] [--out DIR]
-                    [--listen 127.0.0.1:0] [--webhook-url URL] [--manifest app.yml] [--timeout 10m]
-Creates warden's GitHub App from its manifest (app.yml) with GitHub's manifest
-flow: serves a page on a loopback address that posts the manifest to GitHub;
-GitHub sends the browser back with a code, which is exchanged for the App's id,
-private key and webhook secret. They are written, readable only by you, to
-DIR/warden-app.env and DIR/warden-app.pem (existing files are never
-overwritten). No secret is printed.`
 
 // The files setup writes.
 const (
@@ -61,38 +52,63 @@ type setupFlow struct {
 	createdApp *github.AppConfig
 }
 
-func runSetup(ctx context.Context, e env, args []string) int {
+// smeeHint says how to get a webhook URL that reaches a laptop.
+const smeeHint = "for a laptop, open https://smee.io/new for a channel URL and forward it with " +
+	"`npx smee-client --url URL --target http://127.0.0.1:8080/webhooks` (or use `gh webhook forward`)"
+
+func (c *cli) setupCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use: "setup --webhook-url URL",
+		Example: `  warden setup --webhook-url https://warden.acme.org/webhooks
+  warden setup --org acme --webhook-url https://smee.io/AbC123 --out ~/.config/warden`,
+		Short: "Create the GitHub App from app.yml (the manifest flow) and store its credentials",
+		Long: `Creates warden's GitHub App from its manifest (app.yml) with GitHub's manifest
+flow: serves a page on a loopback address that posts the manifest to GitHub;
+GitHub sends the browser back with a code, which is exchanged for the App's id,
+private key and webhook secret. They are written, readable only by you, to
+DIR/warden-app.env and DIR/warden-app.pem (existing files are never
+overwritten). No secret is printed.
+
+--webhook-url is required: where GitHub will send deliveries (the public
+address of warden serve's /webhooks). On a laptop, a smee.io channel works:
+open https://smee.io/new, pass its URL here, and forward it to warden serve with
+  npx smee-client --url https://smee.io/CHANNEL --target http://127.0.0.1:8080/webhooks`,
+		Args: noArgs,
+	}
+	o := setupOpts{}
+	fs := cmd.Flags()
+	fs.StringVar(&o.org, "org", "", "create the App under this organization (default: your account)")
+	fs.StringVar(&o.ghURL, "github", "https://github.com", "GitHub's web address (GitHub Enterprise Server: its address)")
+	fs.StringVar(&o.api, "github-api-url", "", "GitHub's REST base URL (WARDEN_GITHUB_API_URL, default "+defaultAPIURL+")")
+	fs.StringVar(&o.out, "out", ".", "the directory the credentials are written to")
+	fs.StringVar(&o.listen, "listen", "127.0.0.1:0", "the local address of the setup page (loopback only)")
+	fs.StringVar(&o.webhookURL, "webhook-url", "", "where GitHub sends deliveries: warden's public /webhooks URL, or a smee.io channel (required)")
+	fs.StringVar(&o.manifestFile, "manifest", "app.yml", "the App manifest")
+	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up when no App was created within this long")
+	documentSettings(cmd, "WARDEN_GITHUB_API_URL")
+	cmd.RunE = c.action(func(cmd *cobra.Command, _ []string) int { return c.setup(cmd, o) })
+	return cmd
+}
+
+// setupOpts are the flags of `warden setup`.
+type setupOpts struct {
+	org, ghURL, api, out, listen, webhookURL, manifestFile string
+	timeout                                                time.Duration
+}
+
+func (c *cli) setup(cobraCmd *cobra.Command, o setupOpts) int {
 	const cmd = "setup"
-	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
-		fmt.Fprintln(e.stdout, setupUsage)
-		return exitOK
+	ctx, e := c.ctx, c.e
+	usage := func(format string, a ...any) int { return c.usageError(cobraCmd, format, a...) }
+	if o.api == "" {
+		o.api = strings.TrimSpace(e.getenv("WARDEN_GITHUB_API_URL"))
 	}
-	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	org := fs.String("org", "", "create the App under this organization (default: your account)")
-	ghURL := fs.String("github", "https://github.com", "GitHub's web address (GitHub Enterprise Server: its address)")
-	apiDefault := e.getenv("WARDEN_GITHUB_API_URL")
-	if apiDefault == "" {
-		apiDefault = defaultAPIURL
+	if o.api == "" {
+		o.api = defaultAPIURL
 	}
-	api := fs.String("api", apiDefault, "GitHub's REST base URL (default $WARDEN_GITHUB_API_URL or "+defaultAPIURL+")")
-	out := fs.String("out", ".", "the directory the credentials are written to")
-	listen := fs.String("listen", "127.0.0.1:0", "the local address of the setup page (loopback only)")
-	webhookURL := fs.String("webhook-url", "", "where GitHub sends deliveries (default: app.yml's hook_attributes.url)")
-	manifestFile := fs.String("manifest", "app.yml", "the App manifest")
-	timeout := fs.Duration("timeout", 10*time.Minute, "give up when no App was created within this long")
-	usage := func(format string, a ...any) int {
-		fmt.Fprintf(e.stderr, "warden %s: %s\n", cmd, fmt.Sprintf(format, a...))
-		return exitSetting
-	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitSetting
-	}
-	if fs.NArg() > 0 {
-		return usage("unexpected argument %q", fs.Arg(0))
+	org, ghURL, api, out, listen, webhookURL, manifestFile, timeout := &o.org, &o.ghURL, &o.api, &o.out, &o.listen, &o.webhookURL, &o.manifestFile, &o.timeout
+	if *webhookURL == "" {
+		return usage("--webhook-url is required: where GitHub sends deliveries; %s", smeeHint)
 	}
 	if *timeout <= 0 {
 		return usage("--timeout must be positive")
@@ -103,15 +119,15 @@ func runSetup(ctx context.Context, e env, args []string) int {
 	}
 	apiURL, err := absoluteHTTPURL(*api)
 	if err != nil {
-		return usage("--api: %v", err)
+		return usage("--github-api-url: %v", err)
 	}
 	if *org != "" && !regexp.MustCompile(`^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$`).MatchString(*org) {
 		return usage("--org %q is not an organization login", *org)
 	}
-	if *webhookURL != "" {
-		if _, err := absoluteHTTPURL(*webhookURL); err != nil {
-			return usage("--webhook-url: %v", err)
-		}
+	if u, err := absoluteHTTPURL(*webhookURL); err != nil {
+		return usage("--webhook-url: %v", err)
+	} else if placeholderHost(u) {
+		return usage("--webhook-url %q is a placeholder no delivery can reach; %s", *webhookURL, smeeHint)
 	}
 	if host, _, err := net.SplitHostPort(*listen); err != nil {
 		return usage("--listen %q: %v", *listen, err)
@@ -182,6 +198,27 @@ func runSetup(ctx context.Context, e env, args []string) int {
 	}
 	f.nextSteps(app)
 	return exitOK
+}
+
+// placeholderHost reports whether u's host is a reserved name (RFC 2606:
+// .invalid, .example, example.com…) that stands for an address to fill in:
+// app.yml's own hook URL is one.
+func placeholderHost(u string) bool {
+	p, err := url.Parse(u)
+	if err != nil {
+		return true
+	}
+	h := strings.ToLower(p.Hostname())
+	for _, suffix := range []string{".invalid", ".example"} {
+		if strings.HasSuffix(h, suffix) {
+			return true
+		}
+	}
+	switch strings.TrimPrefix(h, "www.") {
+	case "example.com", "example.net", "example.org", "invalid", "example":
+		return true
+	}
+	return false
 }
 
 func absoluteHTTPURL(s string) (string, error) {

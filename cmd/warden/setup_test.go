@@ -39,6 +39,9 @@ func (s *setupBuf) String() string {
 	return s.b.String()
 }
 
+// testWebhookURL is the webhook URL the tests give setup (it requires one).
+const testWebhookURL = "https://smee.io/warden-setup-test"
+
 type setupRun struct {
 	base           string // the local page
 	stdout, stderr *setupBuf
@@ -53,6 +56,9 @@ func startSetup(t *testing.T, args ...string) *setupRun {
 	r := &setupRun{stdout: &setupBuf{}, stderr: &setupBuf{}, code: make(chan int, 1), cancel: cancel}
 	getenv := func(string) string { return "" }
 	go func() {
+		if !slices.Contains(args, "--webhook-url") {
+			args = append(args, "--webhook-url", testWebhookURL)
+		}
 		r.code <- run(ctx, append([]string{"setup", "--manifest", "../../app.yml"}, args...), getenv, r.stdout, r.stderr)
 	}()
 	t.Cleanup(cancel)
@@ -132,7 +138,7 @@ func newSetupSim(t *testing.T) (*ghsim.Sim, *ghsim.Server) {
 func TestSetupManifestFlow(t *testing.T) {
 	sim, srv := newSetupSim(t)
 	dir := t.TempDir()
-	r := startSetup(t, "--api", srv.URL, "--out", dir, "--org", "acme", "--webhook-url", "https://warden.acme.test/webhooks")
+	r := startSetup(t, "--github-api-url", srv.URL, "--out", dir, "--org", "acme", "--webhook-url", "https://warden.acme.test/webhooks")
 
 	action, manifest := fetchSetupPage(t, r)
 	if got := action.Scheme + "://" + action.Host + action.Path; got != "https://github.com/organizations/acme/settings/apps/new" {
@@ -222,7 +228,7 @@ func TestSetupManifestFlow(t *testing.T) {
 func TestSetupRefusesAWrongState(t *testing.T) {
 	sim, srv := newSetupSim(t)
 	dir := t.TempDir()
-	r := startSetup(t, "--api", srv.URL, "--out", dir)
+	r := startSetup(t, "--github-api-url", srv.URL, "--out", dir)
 	action, manifest := fetchSetupPage(t, r)
 	if got := action.Host + action.Path; got != "github.com/settings/apps/new" {
 		t.Errorf("form posts to %s, want the account's new-App page", got)
@@ -265,7 +271,7 @@ func TestSetupRefusesToOverwrite(t *testing.T) {
 				t.Fatal(err)
 			}
 			var stdout, stderr bytes.Buffer
-			c := run(context.Background(), []string{"setup", "--manifest", "../../app.yml", "--api", srv.URL, "--out", dir, "--timeout", "2s"},
+			c := run(context.Background(), []string{"setup", "--manifest", "../../app.yml", "--github-api-url", srv.URL, "--out", dir, "--timeout", "2s", "--webhook-url", testWebhookURL},
 				func(string) string { return "" }, &stdout, &stderr)
 			if c == exitOK {
 				t.Fatalf("setup succeeded over an existing %s", name)
@@ -291,7 +297,7 @@ func TestSetupRefusesToOverwrite(t *testing.T) {
 func TestSetupRefusesAFileThatAppearedMeanwhile(t *testing.T) {
 	sim, srv := newSetupSim(t)
 	dir := t.TempDir()
-	r := startSetup(t, "--api", srv.URL, "--out", dir)
+	r := startSetup(t, "--github-api-url", srv.URL, "--out", dir)
 	action, manifest := fetchSetupPage(t, r)
 	pemPath := filepath.Join(dir, "warden-app.pem")
 	if err := os.WriteFile(pemPath, []byte("keep me\n"), 0o600); err != nil {
@@ -328,7 +334,7 @@ func TestSetupRefusesAFileThatAppearedMeanwhile(t *testing.T) {
 func TestSetupTimesOut(t *testing.T) {
 	_, srv := newSetupSim(t)
 	dir := t.TempDir()
-	r := startSetup(t, "--api", srv.URL, "--out", dir, "--timeout", "300ms")
+	r := startSetup(t, "--github-api-url", srv.URL, "--out", dir, "--timeout", "300ms")
 	if c := r.wait(t); c != exitFailed {
 		t.Errorf("exit %d, want %d", c, exitFailed)
 	}
@@ -342,9 +348,46 @@ func TestSetupTimesOut(t *testing.T) {
 
 func TestSetupRefusesANonLoopbackListener(t *testing.T) {
 	var stdout, stderr bytes.Buffer
-	c := run(context.Background(), []string{"setup", "--manifest", "../../app.yml", "--listen", "0.0.0.0:0", "--out", t.TempDir()},
+	c := run(context.Background(), []string{"setup", "--manifest", "../../app.yml", "--listen", "0.0.0.0:0", "--out", t.TempDir(), "--webhook-url", testWebhookURL},
 		func(string) string { return "" }, &stdout, &stderr)
 	if c != exitSetting || !strings.Contains(stderr.String(), "not a loopback address") {
 		t.Errorf("exit %d, stderr %s", c, stderr.String())
+	}
+}
+
+// TestSetupRefusesWithoutAWebhookURL: with no --webhook-url, or app.yml's
+// placeholder, setup refuses before serving its page, and says how to get
+// a URL that reaches a laptop.
+func TestSetupRefusesWithoutAWebhookURL(t *testing.T) {
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"none", nil, "--webhook-url is required"},
+		{"app.yml's placeholder", []string{"--webhook-url", "https://warden.example.invalid/webhooks"}, "is a placeholder"},
+		{"example.com", []string{"--webhook-url", "https://example.com/webhooks"}, "is a placeholder"},
+		{"not a URL", []string{"--webhook-url", "smee.io/abc"}, "is not an http(s) URL"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), append([]string{"setup", "--manifest", "../../app.yml", "--out", dir}, c.args...),
+				func(string) string { return "" }, &stdout, &stderr)
+			msg := stderr.String()
+			if code != exitSetting || !strings.Contains(msg, c.want) || strings.Count(msg, "\n") != 1 {
+				t.Fatalf("exit %d, stderr %q; want exit 2 and one line with %q", code, msg, c.want)
+			}
+			if c.name != "not a URL" && !strings.Contains(msg, "smee.io") {
+				t.Errorf("the refusal does not say how to get a URL: %q", msg)
+			}
+			if strings.Contains(stdout.String(), "Open http") {
+				t.Errorf("setup served its page anyway: %s", stdout.String())
+			}
+			if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+				t.Errorf("setup wrote %v", ents)
+			}
+		})
 	}
 }

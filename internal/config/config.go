@@ -49,7 +49,33 @@ type APIToken struct {
 // with status 2 on it.
 type Error struct{ Msg string }
 
-func (e *Error) Error() string { return e.Msg }
+// Error is Msg on one line (OneLine).
+func (e *Error) Error() string { return OneLine(e.Msg) }
+
+// OneLine joins a message's lines with "; " (or a space after a line
+// ending in a colon), trimming each, so a refusal that quotes a driver's or
+// a library's several lines (pgx names each address it tried) never spills
+// over lines.
+func OneLine(msg string) string {
+	if !strings.ContainsAny(msg, "\r\n") {
+		return msg
+	}
+	var b strings.Builder
+	for _, l := range strings.FieldsFunc(msg, func(r rune) bool { return r == '\n' || r == '\r' }) {
+		if l = strings.TrimSpace(l); l == "" {
+			continue
+		}
+		if b.Len() > 0 {
+			if strings.HasSuffix(b.String(), ":") {
+				b.WriteString(" ")
+			} else {
+				b.WriteString("; ")
+			}
+		}
+		b.WriteString(l)
+	}
+	return b.String()
+}
 
 func bad(format string, a ...any) error { return &Error{fmt.Sprintf(format, a...)} }
 

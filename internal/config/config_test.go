@@ -135,3 +135,19 @@ func TestSettingsRefusals(t *testing.T) {
 		})
 	}
 }
+
+// TestErrorIsOneLine: a refusal quoting a multi-line driver message is
+// printed on one line.
+func TestErrorIsOneLine(t *testing.T) {
+	cases := []struct{ msg, want string }{
+		{"WARDEN_LISTEN: bad", "WARDEN_LISTEN: bad"},
+		{"WARDEN_DATABASE: open postgres: failed to connect:\n\t[::1]:1 (localhost): dial error\n\t127.0.0.1:1 (localhost): dial error\n",
+			"WARDEN_DATABASE: open postgres: failed to connect: [::1]:1 (localhost): dial error; 127.0.0.1:1 (localhost): dial error"},
+		{"a\r\nb", "a; b"},
+	}
+	for _, c := range cases {
+		if got := (&Error{Msg: c.msg}).Error(); got != c.want {
+			t.Errorf("Error(%q) = %q, want %q", c.msg, got, c.want)
+		}
+	}
+}

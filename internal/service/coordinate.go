@@ -178,7 +178,8 @@ func (svc *Service) reconcileLoop(ctx context.Context) {
 		}
 		ran, err := svc.runShared(ctx, "reconcile", every, func(ctx context.Context) error {
 			_, cerr := svc.runShared(ctx, "catchup", 0, svc.catchUpPass)
-			_, rerr := svc.Mirror.ReconcileAll(ctx, mirror.ReconcileOptions{})
+			results, rerr := svc.Mirror.ReconcileAll(ctx, mirror.ReconcileOptions{})
+			svc.reconciled.note(results, svc.clockNow())
 			return errors.Join(cerr, rerr)
 		})
 		if err != nil && ctx.Err() == nil {

@@ -26,15 +26,30 @@ import (
 
 const repoRoot = "../.."
 
-// packagingFiles reads every file under deploy/ and manifests/, keyed by its
+// packagingFiles reads every file under deploy/, manifests/ and
+// .github/workflows/, the root .dockerignore, and cmd/warden's non-test Go
+// files (where the version variable the Dockerfile stamps lives), keyed by
 // slash path relative to the repository root.
 func packagingFiles(t *testing.T) map[string]string {
 	t.Helper()
 	files := map[string]string{}
-	for _, dir := range []string{"deploy", "manifests"} {
+	for _, f := range []string{".dockerignore", "go.mod"} {
+		if b, err := os.ReadFile(filepath.Join(repoRoot, f)); err == nil {
+			files[f] = string(b)
+		} else if !errors.Is(err, os.ErrNotExist) {
+			t.Fatal(err)
+		}
+	}
+	for _, dir := range []string{"deploy", "manifests", ".github/workflows", "cmd/warden"} {
 		err := filepath.WalkDir(filepath.Join(repoRoot, dir), func(p string, d os.DirEntry, err error) error {
 			if err != nil || d.IsDir() {
+				if errors.Is(err, os.ErrNotExist) && p == filepath.Join(repoRoot, dir) {
+					return filepath.SkipDir // checked where it is required
+				}
 				return err
+			}
+			if dir == "cmd/warden" && (!strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go")) {
+				return nil
 			}
 			b, err := os.ReadFile(p)
 			if err != nil {
@@ -118,6 +133,29 @@ func TestPackagingChecksCanFail(t *testing.T) {
 		{"deploy/warden.service", "DynamicUser=yes", "User=root", "user"},
 		{"deploy/warden.service", "StateDirectory=warden\n", "", "StateDirectory"},
 		{"deploy/warden.service", "EnvironmentFile=/etc/warden/warden.env", "EnvironmentFile=/tmp/warden.env", "EnvironmentFile"},
+		{"deploy/Dockerfile", "-X main.version=${VERSION}", "", "version"},
+		{"deploy/Dockerfile", "-X main.version=${VERSION}", "-X main.vers1on=${VERSION}", "vers1on"},
+		{"deploy/Dockerfile", "ARG VERSION=dev\nARG TARGETARCH", "ARG TARGETARCH", "ARG VERSION"},
+		{".github/workflows/release.yml", "IMAGE: ghcr.io/wardenhq/warden", "IMAGE: ghcr.io/wardenhq/warden-next", "image"},
+		{".github/workflows/release.yml", "type=raw,value=latest", "type=raw,value=stable", "latest"},
+		{".github/workflows/release.yml", "docker/build-push-action@v6.18.0", "docker/build-push-action@master", "pinned"},
+		{".github/workflows/release.yml", "VERSION=${{ github.ref_name }}", "VERSION=dev", "VERSION"},
+		{".github/workflows/release.yml", "file: deploy/Dockerfile", "file: Dockerfile", "deploy/Dockerfile"},
+		{".github/workflows/release.yml", "push: true", "push: false", "push"},
+		{".github/workflows/release.yml", `tags: ["v*"]`, `branches: [main]`, "v*"},
+		{".github/workflows/release.yml", "packages: write", "packages: read", "packages: write"},
+		{".github/workflows/ci.yml", "run: bash .ci/run", "run: go test ./...", ".ci/run"},
+		{"deploy/compose.sqlite.yml", "WARDEN_DATABASE: sqlite:/data/warden.db", "WARDEN_DATABASE: postgres://warden:${POSTGRES_PASSWORD:?x}@postgres/warden", "POSTGRES_PASSWORD"},
+		{"deploy/compose.sqlite.yml", "      - warden-data:/data\n", "", "/data"},
+		{"deploy/compose.yml", "${POSTGRES_PASSWORD:?set POSTGRES_PASSWORD in .env}@", "${POSTGRES_PASSWORD:-}@", "POSTGRES_PASSWORD"},
+		{"deploy/compose.sqlite.yml", "    group_add:\n", "    x-group_add:\n", "group_add"},
+		{"deploy/compose.yml", "    group_add:\n", "    x-group_add:\n", "group_add"},
+		{".dockerignore", "\nnode_modules\n", "\n", "node_modules"},
+		{".dockerignore", "\n.git\n", "\n", ".git"},
+		{".dockerignore", "**/*.pem\n", "", ".pem"},
+		{".dockerignore", "\n.git\n", "\n.git\ncmd\n", "cmd/warden"},
+		{"deploy/Dockerfile", "ARG GO_VERSION=1.26", "ARG GO_VERSION=1.25", "GO_VERSION"},
+		{".github/workflows/ci.yml", "container: golang:1.26-bookworm", "container: golang:1.24-bookworm", "golang:1.24"},
 	}
 	for _, m := range mutations {
 		t.Run(m.file+":"+m.want, func(t *testing.T) {
@@ -145,6 +183,14 @@ func packagingProblems(files map[string]string, configSrc string) []string {
 	out = append(out, checkCompose(files["deploy/compose.yml"])...)
 	out = append(out, checkDockerfile(files["deploy/Dockerfile"])...)
 	out = append(out, checkUnit(files["deploy/warden.service"])...)
+	out = append(out, checkVersionStamp(files)...)
+	out = append(out, checkRelease(files)...)
+	out = append(out, checkCI(files)...)
+	out = append(out, checkComposeInterpolation(files)...)
+	out = append(out, checkComposeSQLite(files["deploy/compose.sqlite.yml"])...)
+	out = append(out, checkComposeKey(files)...)
+	out = append(out, checkDockerignore(files)...)
+	out = append(out, checkGoVersions(files)...)
 	return out
 }
 
@@ -168,6 +214,9 @@ func checkEnvNames(files map[string]string, configSrc string) []string {
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(files)) {
+		if strings.HasPrefix(name, "cmd/") || name == "go.mod" {
+			continue // the CLI's source, read for its version variable only
+		}
 		seen := map[string]bool{}
 		for _, v := range envNameRe.FindAllString(files[name], -1) {
 			if !known[v] && !seen[v] {

@@ -62,6 +62,10 @@ type Service struct {
 	// catch-up) have run (Started).
 	started     chan struct{}
 	startedOnce sync.Once
+
+	// reconciled exports each repository's last complete reconcile
+	// (status_metrics.go); the reconcile loop notes its passes in it.
+	reconciled *reconcileDone
 }
 
 // Options adjust a build for the demo and tests.
@@ -132,6 +136,8 @@ func Build(ctx context.Context, s *config.Settings, log *slog.Logger, o Options)
 	}
 	st, settingsStore, repoSettings := rec.Store, rec.Settings, rec.Settings.Get
 	svc.Store, svc.Ledger, svc.Acts = st, st.Ledger, st.Acts
+	svc.reconciled = newReconcileDone(svc.Ledger.LastCompleteReconciles) // status_metrics.go
+	svc.Registry.MustRegister(svc.reconciled)
 	perms := mirror.NewPermissions()
 	if o.Now != nil {
 		perms.Now = o.Now
@@ -335,11 +341,22 @@ func ignoreClosed(err error) error {
 	return err
 }
 
-// NewLogger returns warden's JSON logger at level (debug, info, warn, error).
+// NewLogger returns warden's JSON logger at level (debug, info, warn,
+// error). Durations are written as seconds (a float: "wait":0.269), not
+// slog's default nanoseconds.
 func NewLogger(w interface{ Write([]byte) (int, error) }, level string) *slog.Logger {
 	var l slog.Level
 	_ = l.UnmarshalText([]byte(level))
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l, ReplaceAttr: durationSeconds}))
+}
+
+// durationSeconds is NewLogger's ReplaceAttr: a time.Duration value
+// becomes float seconds.
+func durationSeconds(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		return slog.Float64(a.Key, a.Value.Duration().Seconds())
+	}
+	return a
 }
 
 // Migrate creates or upgrades every component's schema in d: the inbox, the

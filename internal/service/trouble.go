@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/wardenhq/warden/app"
@@ -40,20 +38,8 @@ func (t githubTrouble) String() string {
 
 // troubles gathers the access layer's troubles and the dispatcher's holds.
 func (svc *Service) troubles(ctx context.Context) []githubTrouble {
-	names := map[int64][]string{}
-	if repos, err := svc.Ledger.Repos(ctx); err == nil {
-		for _, r := range repos {
-			names[r.Installation] = append(names[r.Installation], r.FullName)
-		}
-	}
-	reposOf := func(inst int64) string {
-		n := names[inst]
-		sort.Strings(n)
-		if len(n) > 3 {
-			return strings.Join(n[:3], ", ") + fmt.Sprintf(" and %d more", len(n)-3)
-		}
-		return strings.Join(n, ", ")
-	}
+	repos, _ := svc.Ledger.Repos(ctx) // unreadable: the troubles go without names
+	reposOf := reposByInstallation(repos)
 	var out []githubTrouble
 	for _, t := range svc.App.Troubles() {
 		out = append(out, githubTrouble{Installation: t.Installation, Repos: reposOf(t.Installation),

@@ -37,3 +37,36 @@ func (l *Ledger) PutReconcileState(ctx context.Context, repoID int64, s Reconcil
 	}
 	return nil
 }
+
+// ReconcileDone is when a served repository's last complete reconcile pass
+// finished, as the reconcile state records it.
+type ReconcileDone struct {
+	Repo     string // owner/name
+	Finished int64  // Unix milliseconds
+}
+
+// LastCompleteReconciles lists the served repositories whose latest
+// reconcile pass completed, with when it finished. A repository whose
+// latest pass ran out of budget is not listed: the row keeps only the
+// latest pass's finish (the metric's process-local copy covers it).
+func (l *Ledger) LastCompleteReconciles(ctx context.Context) ([]ReconcileDone, error) {
+	rows, err := l.db.Read.QueryContext(ctx, `SELECT r.full_name, s.last_finished FROM reconcile_state s
+		JOIN ledger_repos r ON r.id = s.repo_id
+		WHERE r.served = 1 AND s.last_result = 'complete' AND s.last_finished > 0 ORDER BY r.full_name`)
+	if err != nil {
+		return nil, fmt.Errorf("last complete reconciles: %w", err)
+	}
+	defer rows.Close()
+	var out []ReconcileDone
+	for rows.Next() {
+		var d ReconcileDone
+		if err := rows.Scan(&d.Repo, &d.Finished); err != nil {
+			return nil, fmt.Errorf("last complete reconciles: %w", err)
+		}
+		out = append(out, d)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("last complete reconciles: %w", err)
+	}
+	return out, nil
+}
