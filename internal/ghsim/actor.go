@@ -9,10 +9,10 @@ type Actor struct {
 }
 
 // As returns an actor for login, creating the account (type User, or Bot
-// when login ends in "[bot]") if it does not exist.
+// when login ends in "[bot]" or is CodingAgentLogin) if it does not exist.
 func (s *Sim) As(login string) *Actor {
 	typ := TypeUser
-	if len(login) > 5 && login[len(login)-5:] == "[bot]" {
+	if len(login) > 5 && login[len(login)-5:] == "[bot]" || isCodingAgentLogin(login) {
 		typ = TypeBot
 	}
 	return &Actor{s: s, user: s.AddUser(login, typ)}

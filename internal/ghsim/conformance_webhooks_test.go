@@ -33,13 +33,15 @@ var confHookEvents = []string{"issues", "issue_comment", "pull_request", "pull_r
 // during a full run of the package's tests under CI=true: warden's main
 // paths run on them.
 var confMustDeliver = []string{"issues.opened", "issues.labeled", "issues.unlabeled", "issue_comment.created",
-	"issue_comment.edited", "pull_request.opened", "pull_request.closed", "push", "check_suite.requested"}
+	"issue_comment.edited", "pull_request.opened", "pull_request.closed", "push", "check_suite.requested",
+	"issues.assigned", "issues.unassigned"}
 
 // The JSON paths warden reads, per event ("a.b[].c": field c of every element
 // of array a.b). CONTRACT.md §3-§8: routing (action, installation,
-// repository, sender and its type, issue and PR numbers), items and their
-// labels, the comment trail (ids, bodies, authors, times, the prior body of
-// an edit), pull requests (branches, head SHA, merge state and merger), check
+// repository, sender and its type, issue and PR numbers), items, their
+// labels and their assignees (an agent assigned is a claim), the comment
+// trail (ids, bodies, authors, times, the prior body of an edit), pull
+// requests (branches, head SHA, merge state and merger), check
 // suites and runs (head SHA, pull requests), pushes (ref, commits and the
 // files they touch, pusher), installations (repositories served), and
 // sub-issues (epics).
@@ -52,7 +54,8 @@ var (
 		"issue.pull_request", "issue.created_at", "issue.updated_at", "issue.closed_at"}
 	confHookReads = map[string][]string{
 		"issues": confJoin(confCommonReads, confIssueReads, []string{"label.name",
-			"changes.title.from", "changes.body.from", "changes.new_issue.number", "changes.new_repository.full_name"}),
+			"changes.title.from", "changes.body.from", "changes.new_issue.number", "changes.new_repository.full_name",
+			"assignee.login", "assignee.type", "issue.assignees[].login"}),
 		"issue_comment": confJoin(confCommonReads, confIssueReads, []string{"comment.id", "comment.body",
 			"comment.user.login", "comment.user.id", "comment.user.type", "comment.created_at", "comment.updated_at",
 			"changes.body.from"}),
@@ -62,7 +65,8 @@ var (
 			"pull_request.head.repo.full_name", "pull_request.base.ref", "pull_request.base.sha",
 			"pull_request.merged", "pull_request.merged_at", "pull_request.merged_by.login",
 			"pull_request.merge_commit_sha", "pull_request.labels[].name", "label.name", "before", "after",
-			"changes.body.from", "changes.title.from", "changes.base.ref.from"}),
+			"changes.body.from", "changes.title.from", "changes.base.ref.from",
+			"assignee.login", "assignee.type", "pull_request.assignees[].login"}),
 		"pull_request_review_comment": confJoin(confCommonReads, []string{"comment.id", "comment.user.login",
 			"comment.created_at", "comment.updated_at", "pull_request.number", "pull_request.head.ref",
 			"pull_request.head.repo.full_name", "pull_request.user.login"}),

@@ -210,6 +210,9 @@ type issuePatch struct {
 	Title, Body        *string
 	State, StateReason *string
 	Labels             *[]string
+	// Assignees replaces the assignee set (logins that cannot be assigned
+	// are ignored, as GitHub ignores them).
+	Assignees *[]string
 }
 
 var closeReasons = map[string]bool{"completed": true, "not_planned": true, "duplicate": true}
@@ -248,6 +251,10 @@ func (s *Sim) editIssueLocked(repo *Repo, i *Issue, by *User, p issuePatch) *iss
 			removed, added := s.replaceLabelsLocked(repo, i, by, *p.Labels, s.now())
 			s.emitLabelChangesLocked(repo, i, by, removed, added)
 		}
+		if p.Assignees != nil {
+			removed, added := s.replaceAssigneesLocked(repo, i, by, *p.Assignees)
+			s.emitAssigneeChangesLocked(repo, i, by, removed, added)
+		}
 		return nil
 	}
 	now := s.now()
@@ -280,6 +287,10 @@ func (s *Sim) editIssueLocked(repo *Repo, i *Issue, by *User, p issuePatch) *iss
 	if p.Labels != nil {
 		removed, added = s.replaceLabelsLocked(repo, i, by, *p.Labels, now)
 	}
+	var unassigned, assigned []*User
+	if p.Assignees != nil {
+		unassigned, assigned = s.replaceAssigneesLocked(repo, i, by, *p.Assignees)
+	}
 	if len(changes) > 0 || stateAction != "" || len(removed) > 0 || len(added) > 0 {
 		i.UpdatedAt = now
 	}
@@ -293,6 +304,7 @@ func (s *Sim) editIssueLocked(repo *Repo, i *Issue, by *User, p issuePatch) *iss
 		}
 	}
 	s.emitLabelChangesLocked(repo, i, by, removed, added)
+	s.emitAssigneeChangesLocked(repo, i, by, unassigned, assigned)
 	return nil
 }
 
@@ -413,8 +425,8 @@ func (s *Sim) listIssues(w http.ResponseWriter, r *http.Request) {
 		if creator != "" && (i.User == nil || !strings.EqualFold(i.User.Login, creator)) {
 			continue
 		}
-		// Nothing is assigned or milestoned in the simulator.
-		if (assignee != "" && assignee != "none") || (milestone != "" && milestone != "none") {
+		// Nothing is milestoned in the simulator.
+		if !hasAssignee(i, assignee) || (milestone != "" && milestone != "none") {
 			continue
 		}
 		ok := true
@@ -476,7 +488,7 @@ func (s *Sim) createIssue(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	var labels []string
+	var labels, assignees []string
 	if raw, ok := req["labels"]; ok && !isNull(raw) {
 		var e *issueErr
 		if labels, e = parseLabelList(raw, "labels"); e != nil {
@@ -484,13 +496,24 @@ func (s *Sim) createIssue(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if raw, ok := req["assignees"]; ok && !isNull(raw) {
+		var e *issueErr
+		if assignees, e = parseAssigneeList(raw, false); e != nil {
+			e.write(w)
+			return
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	repo := repoOf(r)
-	i, e := s.createIssueLocked(repo, s.actorOf(r), title, body, labels)
+	repo, by := repoOf(r), s.actorOf(r)
+	i, e := s.createIssueLocked(repo, by, title, body, labels)
 	if e != nil {
 		e.write(w)
 		return
+	}
+	if len(assignees) > 0 {
+		// After issues.opened and issues.labeled: issues.assigned per login.
+		s.emitAssigneeChangesLocked(repo, i, by, nil, s.addAssigneesLocked(repo, i, by, assignees))
 	}
 	w.Header().Set("Location", issueAPI(repo, i.Number))
 	writeJSON(w, http.StatusCreated, s.issueJSON(repo, i))
@@ -555,6 +578,17 @@ func (s *Sim) patchIssue(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		p.Labels = &names
+	}
+	if raw, has := req["assignees"]; has {
+		logins := []string{}
+		if !isNull(raw) {
+			var e *issueErr
+			if logins, e = parseAssigneeList(raw, false); e != nil {
+				e.write(w)
+				return
+			}
+		}
+		p.Assignees = &logins
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -29,6 +29,8 @@ func (s *Sim) issueRoutes(r chi.Router) {
 	r.Post("/issues/{issue_number}/comments", s.createIssueComment)
 	r.Get("/issues/{issue_number}/events", s.listIssueEvents)
 	r.Get("/issues/{issue_number}/timeline", s.listIssueTimeline)
+	r.Post("/issues/{issue_number}/assignees", s.addAssignees)
+	r.Delete("/issues/{issue_number}/assignees", s.removeAssignees)
 
 	r.Get("/issues/{issue_number}/labels", s.listIssueLabels)
 	r.Post("/issues/{issue_number}/labels", s.addIssueLabels)

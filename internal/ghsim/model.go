@@ -31,6 +31,10 @@ type Repo struct {
 	CheckRuns   map[int64]*CheckRun
 	// Statuses are commit statuses (another CI's legacy status API), oldest first.
 	Statuses []*CommitStatus
+
+	// agent is GitHub's coding agent on this repository (codingagent.go):
+	// nil until Sim.EnableCodingAgent.
+	agent *codingAgentRepo
 }
 
 // Label is a repository label.
@@ -52,6 +56,7 @@ type Issue struct {
 	State       string // open, closed
 	StateReason string // completed, not_planned, reopened, or ""
 	Labels      []*Label
+	Assignees   []*User // in the order added, at most maxAssignees (assignees.go)
 	Locked      bool
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
@@ -97,6 +102,8 @@ type IssueEvent struct {
 	RenameFrom, RenameTo string
 	// closed, reopened: the issue's state_reason after the change.
 	StateReason string
+	// assigned, unassigned: who was assigned or unassigned.
+	Assignee *User
 }
 
 // Reaction is an emoji reaction.

@@ -305,7 +305,7 @@ func (s *Sim) pullJSON(r *Repo, p *Pull, full, hookFresh bool) map[string]any {
 		"statuses_url": statuses, "number": iss.Number, "state": state, "locked": iss.Locked, "title": iss.Title,
 		"user": s.userJSON(iss.User), "body": body, "labels": labels, "milestone": nil, "active_lock_reason": nil,
 		"created_at": ts(iss.CreatedAt), "updated_at": ts(iss.UpdatedAt), "closed_at": tsPtr(iss.ClosedAt),
-		"merged_at": tsPtr(p.MergedAt), "merge_commit_sha": mergeCommit, "assignee": nil, "assignees": []any{},
+		"merged_at": tsPtr(p.MergedAt), "merge_commit_sha": mergeCommit,
 		"requested_reviewers": []any{}, "requested_teams": []any{},
 		"head": end(p.Head, p.HeadSHA), "base": end(p.Base, p.BaseSHA),
 		"_links": map[string]any{
@@ -318,6 +318,7 @@ func (s *Sim) pullJSON(r *Repo, p *Pull, full, hookFresh bool) map[string]any {
 		},
 		"author_association": s.associationLocked(r, iss.User), "auto_merge": nil, "draft": p.Draft,
 	}
+	s.assigneesJSON(iss, m)
 	if !full {
 		return m
 	}

@@ -147,12 +147,13 @@ func (s *Sim) issueJSON(repo *Repo, i *Issue) map[string]any {
 		"html_url": issueHTML(repo, i), "timeline_url": api + "/timeline",
 		"number": i.Number, "state": i.State, "state_reason": nullable(i.StateReason), "title": i.Title, "body": body,
 		"user": s.userJSON(i.User), "labels": s.labelsJSON(repo, i.Labels),
-		"assignee": nil, "assignees": []any{}, "milestone": nil, "locked": i.Locked, "active_lock_reason": nil,
+		"milestone": nil, "locked": i.Locked, "active_lock_reason": nil,
 		"comments": len(i.CommentIDs), "created_at": ts(i.CreatedAt), "updated_at": ts(i.UpdatedAt),
 		"closed_at": tsPtr(i.ClosedAt), "closed_by": closedBy, "author_association": s.associationLocked(repo, i.User),
 		"reactions": reactionRollup(api, i.Reactions), "performed_via_github_app": s.performedVia(i.ViaApp),
 		"sub_issues_summary": subIssuesSummary(i), "parent_issue_url": parentURL, "type": nil, "pinned_comment": nil,
 	}
+	s.assigneesJSON(i, m)
 	if i.IsPull {
 		pr := map[string]any{
 			"url": apiBase + "/repos/" + repo.FullName + fmt.Sprintf("/pulls/%d", i.Number), "html_url": issueHTML(repo, i),
@@ -204,6 +205,9 @@ func (s *Sim) issueEventJSON(repo *Repo, i *Issue, e *IssueEvent, withIssue bool
 		m["rename"] = map[string]any{"from": e.RenameFrom, "to": e.RenameTo}
 	case "closed", "reopened":
 		m["state_reason"] = nullable(e.StateReason)
+	case "assigned", "unassigned":
+		m["assignee"] = s.userJSON(e.Assignee)
+		m["assigner"] = s.userJSON(e.Actor)
 	}
 	if withIssue {
 		m["issue"] = s.issueJSON(repo, i)
