@@ -365,6 +365,9 @@ var reportHints = map[string]string{
 
 	// Transitions mirrored to GitHub (transitions.go).
 	CodeReopenedAfterComplete: "nothing from warden: it leaves the issue open. Close the issue again if the work is done; if it is not, a human removes `state:complete` so the item is live again.",
+
+	// Dispatch by assignment (dispatch.go).
+	CodeAgentDispatchRefused: "make the item claimable (the reason in the detail says how), then assign the agent again; a later assignment that warden grants ends this line.",
 }
 
 // genericHint is ResolveHint's answer for a code it does not know.

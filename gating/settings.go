@@ -1,5 +1,7 @@
 package gating
 
+import "time"
+
 // Settings are a repository's backlog settings (CONTRACT.md §2,
 // `.github/backlog.yml`): the labels the gate watches, the poison threshold
 // and the switches of the GitHub side. DefaultSettings are the values in
@@ -26,6 +28,14 @@ type Settings struct {
 	// recorded, warden closes the item's open issue as completed (a human
 	// who reopens it is reported, never fought).
 	CloseOnComplete bool
+	// AgentAssignees is agent_assignees: more logins that count as a
+	// dispatched agent when assigned to an item (GitHub's coding agent and
+	// WARDEN_AGENTS always do: DispatchedAgent).
+	AgentAssignees []string
+	// AgentLease is agent_lease: the lease of the claim warden takes for an
+	// agent dispatched by assignment (clamped, like every lease, to the
+	// deployment's ceiling).
+	AgentLease time.Duration
 }
 
 // DefaultSettings are the contract's defaults: among them the dashboard
@@ -33,5 +43,5 @@ type Settings struct {
 func DefaultSettings() Settings {
 	return Settings{ItemLabel: "backlog", AdmissionLabel: "needs-specification", ParkedLabel: "stale",
 		PoisonThreshold: 3, RulingOwner: "pm", DefaultPriority: "P2", DefaultPhase: "implementation", CheckRun: true,
-		Dashboard: true, CloseOnComplete: true}
+		Dashboard: true, CloseOnComplete: true, AgentLease: DefaultAgentLease}
 }

@@ -238,5 +238,16 @@ func (m *Mirror) commentActivity(ctx context.Context, repo store.Repo, login str
 	for _, e := range res.Evidence {
 		out += fmt.Sprintf("; evidence of work for %s fence %d", e.Item, e.Fence)
 	}
+	if n > 0 {
+		// A dispatched agent's comment on the item renews its claim
+		// (dispatch_renew.go).
+		renewed, err := m.dispatchEvidence(ctx, repo, login, []int{n}, "its comment")
+		if err != nil {
+			return "", err
+		}
+		if renewed != "" {
+			out += "; " + renewed
+		}
+	}
 	return out, nil
 }

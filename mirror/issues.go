@@ -150,6 +150,16 @@ func (m *Mirror) HandleIssues(ctx context.Context, ev Event) (string, error) {
 	} else {
 		outs = append(outs, stateOutcome)
 	}
+	if ev.Action == "assigned" || ev.Action == "unassigned" {
+		// Assigning an agent is a claim (dispatch.go).
+		out, err := m.dispatchStep(ctx, ev, repo, set, p.Issue.Number)
+		if err != nil {
+			return "", err
+		}
+		if out != "" {
+			outs = append(outs, out)
+		}
+	}
 	if ev.Action != "deleted" && ev.Action != "transferred" {
 		out, err := m.settleItem(ctx, repo, p.Issue.Number)
 		if err != nil {

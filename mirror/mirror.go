@@ -57,6 +57,8 @@ type Mirror struct {
 	// Bot returns warden's own bot login ("<slug>[bot]"), known before any
 	// delivery is processed; nil or "" when unknown.
 	Bot func() string
+	// Dispatch counts dispatch by assignment (nil: not counted).
+	Dispatch *DispatchMetrics
 
 	// calls, when set, gives the GitHub calls on a repository in place of
 	// go-github over GitHub's installation client (callsFor): the tests'

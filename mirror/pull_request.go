@@ -63,6 +63,15 @@ func (m *Mirror) HandlePullRequest(ctx context.Context, ev Event) (string, error
 		for _, e := range act.Evidence {
 			outs = append(outs, fmt.Sprintf("evidence of work for %s fence %d", e.Item, e.Fence))
 		}
+		// A dispatched agent's pull request renews its dispatch claims
+		// (dispatch_renew.go).
+		renewed, err := m.dispatchPullEvidence(ctx, repo, rec, p.PullRequest.GetUser().GetType(), ev.Action)
+		if err != nil {
+			return "", err
+		}
+		if renewed != "" {
+			outs = append(outs, renewed)
+		}
 	}
 	hctx := ctx
 	if ev.Action == "opened" || ev.Action == "synchronize" {
@@ -74,6 +83,20 @@ func (m *Mirror) HandlePullRequest(ctx context.Context, ev Event) (string, error
 	}
 	if out != "" {
 		outs = append(outs, out)
+	}
+	if ev.Action == "closed" {
+		// A dispatched agent's pull request closed unmerged ends its claim
+		// (dispatch_pull.go).
+		// Merged, it completes the items it proves (dispatch_complete.go).
+		for _, end := range []func(context.Context, Event, store.Repo, store.PullRecord, string) (string, error){m.dispatchPullClosed, m.dispatchPullMerged} {
+			out, err := end(ctx, ev, repo, rec, p.PullRequest.GetUser().GetType())
+			if err != nil {
+				return "", err
+			}
+			if out != "" {
+				outs = append(outs, out)
+			}
+		}
 	}
 	if ev.Action == "closed" || ev.Action == "synchronize" || ev.Action == "edited" {
 		// Items it linked (or linked before an edit) are re-judged.

@@ -35,10 +35,14 @@ func withDefaults(s gating.Settings) gating.Settings {
 	if s.PoisonThreshold <= 0 {
 		s.PoisonThreshold = def.PoisonThreshold
 	}
+	if s.AgentLease <= 0 {
+		s.AgentLease = def.AgentLease
+	}
 	if labelsClash(s) {
 		s.ItemLabel, s.AdmissionLabel, s.ParkedLabel = def.ItemLabel, def.AdmissionLabel, def.ParkedLabel
 	}
 	s.Agents = slices.Clone(s.Agents)
+	s.AgentAssignees = slices.Clone(s.AgentAssignees)
 	return s
 }
 
@@ -73,17 +77,19 @@ func settingValues(s gating.Settings) [][2]string {
 		{"dry_run", fmt.Sprint(s.DryRun)},
 		{"close_on_complete", fmt.Sprint(s.CloseOnComplete)},
 		{"max_claims_per_owner", fmt.Sprint(s.MaxClaimsPerOwner)},
+		{"agent_assignees", loginList(s.AgentAssignees)},
+		{"agent_lease", fmtDuration(s.AgentLease)},
 	}
 }
 
 // settingsDiff lists the fields that differ, in the file's order. agents
-// compare as a set, case-insensitively.
+// and agent_assignees compare as sets, case-insensitively.
 func settingsDiff(a, b gating.Settings) []settingChange {
 	var out []settingChange
 	av, bv := settingValues(a), settingValues(b)
 	for i := range av {
-		if av[i][0] == "agents" {
-			if sameLogins(a.Agents, b.Agents) {
+		if av[i][0] == "agents" || av[i][0] == "agent_assignees" {
+			if av[i][0] == "agents" && sameLogins(a.Agents, b.Agents) || av[i][0] == "agent_assignees" && sameLogins(a.AgentAssignees, b.AgentAssignees) {
 				continue
 			}
 		} else if av[i][1] == bv[i][1] {

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/wardenhq/warden/gating"
 )
@@ -13,7 +14,8 @@ import (
 func customSettings() gating.Settings {
 	return gating.Settings{ItemLabel: "todo", AdmissionLabel: "triage", ParkedLabel: "on-hold", PoisonThreshold: 5,
 		Agents: []string{"robo-1"}, RulingOwner: "lead", DefaultPriority: "P1", DefaultPhase: "research",
-		CheckRun: false, RequireItem: true, Dashboard: false, PostMarkers: true, DryRun: true, CloseOnComplete: true}
+		CheckRun: false, RequireItem: true, Dashboard: false, PostMarkers: true, DryRun: true, CloseOnComplete: true,
+		AgentAssignees: []string{"helper"}, AgentLease: 45 * time.Minute}
 }
 
 func defaultsWith(f func(*gating.Settings)) gating.Settings {
@@ -37,12 +39,15 @@ dashboard: false
 post_markers: true
 dry_run: true
 close_on_complete: false
+agent_assignees: [helper-bot]
+agent_lease: 90m
 `
 
 func fullSettings() gating.Settings {
 	return gating.Settings{ItemLabel: "work", AdmissionLabel: "Needs Spec", ParkedLabel: "parked", PoisonThreshold: 4,
 		Agents: []string{"ci-bot", "renovate[bot]"}, RulingOwner: "alice", DefaultPriority: "P0", DefaultPhase: "integration",
-		CheckRun: false, RequireItem: true, Dashboard: false, PostMarkers: true, DryRun: true}
+		CheckRun: false, RequireItem: true, Dashboard: false, PostMarkers: true, DryRun: true,
+		AgentAssignees: []string{"helper-bot"}, AgentLease: 90 * time.Minute}
 }
 
 func TestParseSettingsFile(t *testing.T) {
@@ -273,6 +278,9 @@ func sameSettings(a, b gating.Settings) bool {
 	if len(a.Agents) == 0 && len(b.Agents) == 0 {
 		a.Agents, b.Agents = nil, nil
 	}
+	if len(a.AgentAssignees) == 0 && len(b.AgentAssignees) == 0 {
+		a.AgentAssignees, b.AgentAssignees = nil, nil
+	}
 	return reflect.DeepEqual(a, b)
 }
 
@@ -325,7 +333,8 @@ func TestDecideSettingsChange(t *testing.T) {
 			t.Fatalf("settings changed: %+v", got)
 		}
 		want := []string{"labels.item", "labels.admission", "labels.parked", "poison_threshold", "agents", "ruling_owner",
-			"defaults.priority", "defaults.phase", "check_run", "require_item", "dashboard", "post_markers", "dry_run", "close_on_complete"}
+			"defaults.priority", "defaults.phase", "check_run", "require_item", "dashboard", "post_markers", "dry_run", "close_on_complete",
+			"agent_assignees", "agent_lease"}
 		if len(findings) != len(want) {
 			t.Fatalf("%d findings, want %d: %+v", len(findings), len(want), findings)
 		}
@@ -369,7 +378,7 @@ func TestDecideSettingsChange(t *testing.T) {
 		cur := customSettings()
 		proposed, probs := ParseSettingsFile(nil, cur)
 		got, findings := DecideSettingsChange(cur, proposed, probs, false)
-		if !sameSettings(got, cur) || len(findings) != 13 {
+		if !sameSettings(got, cur) || len(findings) != 15 {
 			t.Fatalf("%+v %d findings", got, len(findings))
 		}
 	})
@@ -394,7 +403,8 @@ func TestDecideSettingsChange(t *testing.T) {
 
 func TestDefaultSettingsAreTheContracts(t *testing.T) {
 	want := gating.Settings{ItemLabel: "backlog", AdmissionLabel: "needs-specification", ParkedLabel: "stale", PoisonThreshold: 3,
-		RulingOwner: "pm", DefaultPriority: "P2", DefaultPhase: "implementation", CheckRun: true, Dashboard: true, CloseOnComplete: true}
+		RulingOwner: "pm", DefaultPriority: "P2", DefaultPhase: "implementation", CheckRun: true, Dashboard: true, CloseOnComplete: true,
+		AgentLease: 2 * time.Hour}
 	if got := gating.DefaultSettings(); !sameSettings(got, want) {
 		t.Fatalf("%+v", got)
 	}

@@ -581,7 +581,8 @@ func TestSettingsRoundTripEveryField(t *testing.T) {
 	e := newSettingsEnv(t)
 	s := gating.Settings{ItemLabel: "i", AdmissionLabel: "a", ParkedLabel: "p", PoisonThreshold: 9, Agents: []string{"x", "y"},
 		RulingOwner: "boss", DefaultPriority: "P0", DefaultPhase: "research", CheckRun: false, RequireItem: true,
-		Dashboard: false, PostMarkers: true, DryRun: true, MaxClaimsPerOwner: 3}
+		Dashboard: false, PostMarkers: true, DryRun: true, MaxClaimsPerOwner: 3,
+		AgentAssignees: []string{"z"}, AgentLease: 5 * time.Minute}
 	def := reflect.ValueOf(gating.DefaultSettings())
 	v := reflect.ValueOf(s)
 	for i := 0; i < v.NumField(); i++ {

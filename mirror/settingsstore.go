@@ -107,6 +107,7 @@ func (s *SettingsStore) remember(repoID int64, rec settingsRecord, found bool) {
 
 func cloneSettings(s gating.Settings) gating.Settings {
 	s.Agents = slices.Clone(s.Agents)
+	s.AgentAssignees = slices.Clone(s.AgentAssignees)
 	return s
 }
 

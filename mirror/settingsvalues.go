@@ -54,6 +54,8 @@ var settingFields = map[string]settingField{
 		keep: func(s *gating.Settings, l gating.Settings) { s.MaxClaimsPerOwner = l.MaxClaimsPerOwner },
 	},
 	"close_on_complete": closeOnCompleteField,
+	"agent_assignees":   agentAssigneesField,
+	"agent_lease":       agentLeaseField,
 }
 
 // valueError is a value's problem that names where it is (an entry of a

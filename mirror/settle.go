@@ -246,6 +246,11 @@ func (m *Mirror) sweepRepo(ctx context.Context, repo store.Repo) ([]string, erro
 	if err != nil {
 		errs = append(errs, fmt.Errorf("%s transitions: %w", repo.FullName, err))
 	}
+	dp, err := m.sweepDispatches(ctx, repo, rs) // dispatch_sweep.go
+	outs = append(outs, dp...)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("%s dispatches: %w", repo.FullName, err))
+	}
 	more, err := m.rejudgeReports(ctx, repo, rs, res, settled)
 	outs = append(outs, more...)
 	return outs, errors.Join(append(errs, err)...)

@@ -151,6 +151,7 @@ func Build(ctx context.Context, s *config.Settings, log *slog.Logger, o Options)
 			}
 			return id.BotLogin
 		}}
+	svc.Mirror.Dispatch = mirror.NewDispatchMetrics(svc.Registry)
 	reports, err := mirror.OpenReports(st, svc.App, log)
 	if err != nil {
 		svc.Close()

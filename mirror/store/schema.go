@@ -35,6 +35,7 @@ var schema = []struct {
 	{"spec", specMigrations},
 	{"claim_records", claimRecordMigrations},
 	{"transitions", transitionMigrations},
+	{"dispatches", dispatchMigrations},
 }
 
 // Migrate applies every step of the schema that has not run on d yet. It is

@@ -398,6 +398,9 @@ func (l *Ledger) loadSnapshot(ctx context.Context, q Querier, repo Repo, set gat
 	if err := loadTransitionFindings(ctx, q, repo.ID, nums, labelFindings); err != nil {
 		return nil, fmt.Errorf("snapshot of %s: %w", repo.FullName, err)
 	}
+	if err := loadDispatchFindings(ctx, q, repo.ID, nums, labelFindings); err != nil {
+		return nil, fmt.Errorf("snapshot of %s: %w", repo.FullName, err)
+	}
 	anchors, err := loadAnchorStates(ctx, q, repo.ID, nums, true)
 	if err != nil {
 		return nil, fmt.Errorf("snapshot of %s: anchors: %w", repo.FullName, err)
