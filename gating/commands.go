@@ -21,10 +21,14 @@ const (
 	// merged-not-complete for it (CONTRACT.md §11: the human-only verb to
 	// rule that a merged PR did not deliver an item).
 	VerbUndelivered = "undelivered"
+	// VerbDispatch is "/backlog dispatch @<agent>": a human forces the
+	// dispatch of an item to a dispatched agent (issue 20), taking a
+	// maintenance claim for it whatever the ready set says.
+	VerbDispatch = "dispatch"
 )
 
 // CommandVerbs lists the verbs, in the contract's order.
-var CommandVerbs = []string{VerbStatus, VerbRecheck, VerbAdmit, VerbUnpark, VerbPark, VerbResolve, VerbUndelivered}
+var CommandVerbs = []string{VerbStatus, VerbRecheck, VerbAdmit, VerbUnpark, VerbPark, VerbResolve, VerbUndelivered, VerbDispatch}
 
 // CommandInterval is the rate limit of commands: one per user and item per
 // interval.
@@ -50,6 +54,7 @@ type Command struct {
 	RulingTopic string // park only
 	Question    string // park only: every other line of the comment, trimmed (may be empty)
 	PR          int    // undelivered only: the pull request ruled not to have delivered the item
+	Agent       string // dispatch only: the agent's login, as written after the "@"
 	Line        int    // the command line's number in the comment, from 1
 	Refusal     string // why the command is refused; empty when it is well-formed
 }
@@ -76,7 +81,8 @@ func (c Command) Refused() bool { return c.Refusal != "" }
 // "/backlog <verb>"; for park, "/backlog park ruling-owner=<x>
 // ruling-topic=<y>" (the two fields once each, in either order); for
 // undelivered, "/backlog undelivered #<pr>" (a pull request number: "#",
-// then 1 to 9 digits with no leading zero): lowercase,
+// then 1 to 9 digits with no leading zero); for dispatch, "/backlog
+// dispatch @<login>" (a GitHub login: ValidLogin): lowercase,
 // single ASCII spaces, nothing before or after on the line except a final
 // "\r". Anything else (indented by one to three spaces, "/Backlog",
 // "Admit", trailing whitespace, two spaces, a tab, an unknown verb,
@@ -178,6 +184,23 @@ func parseCommandLine(line, rest string) Command {
 		c.PR = n
 		return c
 	}
+	if verb == VerbDispatch {
+		switch {
+		case len(args) == 0:
+			return refuse("dispatch names the agent to dispatch the item to: write %s dispatch @<login>", commandWord)
+		case len(args) > 1:
+			return refuse("dispatch takes one agent, @<login> (found %q)", clip(strings.Join(args, " ")))
+		}
+		login, ok := strings.CutPrefix(args[0], "@")
+		if !ok {
+			return refuse("write the agent as @%s, with the at sign", clip(args[0]))
+		}
+		if why := ValidLogin(login); why != "" {
+			return refuse("%s", why)
+		}
+		c.Agent = login
+		return c
+	}
 	if verb != VerbPark {
 		if len(args) > 0 {
 			return refuse("%s takes no arguments (found %q)", verb, clip(strings.Join(args, " ")))
@@ -212,6 +235,31 @@ func parseCommandLine(line, rest string) Command {
 	}
 	c.RulingOwner, c.RulingTopic = fields["ruling-owner"], fields["ruling-topic"]
 	return c
+}
+
+// maxLogin is the longest GitHub login (39), plus a "[bot]" suffix.
+const maxLogin = 39 + len("[bot]")
+
+// ValidLogin checks a GitHub login as a command names it: 1 to 39 ASCII
+// letters, digits and single hyphens, neither first nor last, optionally
+// followed by "[bot]" (an app's account). The empty string means valid;
+// otherwise the reason.
+func ValidLogin(login string) string {
+	base := strings.TrimSuffix(login, "[bot]")
+	switch {
+	case base == "":
+		return "the agent's login is missing after the at sign: write @<login>"
+	case len(login) > maxLogin || len(base) > 39:
+		return fmt.Sprintf("%q is not a GitHub login: at most 39 characters", clip(login))
+	case strings.HasPrefix(base, "-") || strings.HasSuffix(base, "-") || strings.Contains(base, "--"):
+		return fmt.Sprintf("%q is not a GitHub login: a hyphen may not start or end it, nor follow another", clip(login))
+	}
+	for _, r := range base {
+		if !(r < utf8.RuneSelf && (unicode.IsLetter(r) || unicode.IsDigit(r) || r == '-')) {
+			return fmt.Sprintf("%q is not a GitHub login: only ASCII letters, digits and hyphens (found %q)", clip(login), r)
+		}
+	}
+	return ""
 }
 
 // parsePRRef reads undelivered's argument: "#" then the pull request's
@@ -277,7 +325,8 @@ func clip(s string) string {
 
 // CommandRule says who may run a verb (CONTRACT.md §7): status anyone who
 // can read the repository; recheck anyone with triage or more; admit,
-// unpark, park, resolve and undelivered a human with triage or more. An
+// unpark, park, resolve, undelivered and dispatch a human with triage or
+// more. An
 // unknown verb needs both (fail closed).
 func CommandRule(verb string) (needsHuman, needsTriage bool) {
 	switch verb {
@@ -285,7 +334,7 @@ func CommandRule(verb string) (needsHuman, needsTriage bool) {
 		return false, false
 	case VerbRecheck:
 		return false, true
-	case VerbAdmit, VerbUnpark, VerbPark, VerbResolve, VerbUndelivered:
+	case VerbAdmit, VerbUnpark, VerbPark, VerbResolve, VerbUndelivered, VerbDispatch:
 		return true, true
 	default:
 		return true, true

@@ -274,6 +274,7 @@ func TestCommandRule(t *testing.T) {
 		{VerbPark, true, true},
 		{VerbResolve, true, true},
 		{VerbUndelivered, true, true},
+		{VerbDispatch, true, true},
 		{"approve", true, true}, // unknown: fail closed
 		{"", true, true},
 		{"Status", true, true},
@@ -291,6 +292,8 @@ func TestCommandRule(t *testing.T) {
 			continue
 		case VerbUndelivered:
 			c, ok = ParseCommand("/backlog " + v + " #12")
+		case VerbDispatch:
+			c, ok = ParseCommand("/backlog " + v + " @Copilot")
 		}
 		if !ok || c.Refused() || c.Verb != v {
 			t.Errorf("%s: %+v %v", v, c, ok)

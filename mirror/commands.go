@@ -193,6 +193,8 @@ func (m *Mirror) runCommand(ctx context.Context, repo store.Repo, n int, cmd gat
 		return m.manualPark(ctx, repo, set, n, login, cmd.RulingOwner, cmd.RulingTopic, cmd.Question, at)
 	case gating.VerbUndelivered:
 		return m.undelivered(ctx, repo, n, cmd.PR, login, at)
+	case gating.VerbDispatch:
+		return m.forceDispatch(ctx, repo, set, n, cmd.Agent, login, at)
 	case gating.VerbResolve:
 		rs, err := m.Ledger.ClaimSnapshot(ctx, repo.ID, id)
 		if err != nil {

@@ -91,7 +91,7 @@ func (m *Mirror) dispatchAssigned(ctx context.Context, ev Event, repo store.Repo
 		out := fmt.Sprintf("dispatch: %s already handled for %s (fence %d, %s)", id, prev.Owner, prev.Fence, prev.Outcome)
 		if prev.Live() {
 			posted, err := m.dispatchMarker(ctx, repo, id, gating.KindClaim, prev.Fence, func() (string, error) {
-				return m.postClaimMarker(ctx, repo, id, prev.Fence, false)
+				return m.postDispatchClaimMarker(ctx, repo, id, prev.Fence)
 			})
 			if err != nil {
 				return "", fmt.Errorf("dispatch %s to %s: %w", id, login, err)
@@ -118,6 +118,15 @@ func (m *Mirror) dispatchAssigned(ctx context.Context, ev Event, repo store.Repo
 	if set.DryRun {
 		return m.dispatchDry(ctx, repo, n, login, owner)
 	}
+	// Another agent's live dispatch: a reassignment (dispatch_custody.go).
+	held, released, err := m.reassign(ctx, ev, repo, n, live, owner)
+	if err != nil {
+		return "", err
+	}
+	if held != "" {
+		return m.dispatchRefused(ctx, ev, repo, n, login, owner, gating.ExHeld,
+			fmt.Sprintf("a human forced its dispatch to %s with /backlog dispatch; unassign that agent first", held))
+	}
 	lease := dispatchLease(set)
 	req := store.ClaimRequest{Owner: owner, LeaseSeconds: &lease, RequestID: ev.DeliveryID}
 	res, err := m.Ledger.Claim(ctx, repo.ID, id, req, dispatchActor(login))
@@ -139,8 +148,11 @@ func (m *Mirror) dispatchAssigned(ctx context.Context, ev Event, repo store.Repo
 	}
 	fence := *res.FencingToken
 	out := fmt.Sprintf("dispatch: %s claimed for %s (fence %d, lease %.0fs)", id, owner, fence, derefSeconds(res.LeaseSeconds))
+	for _, r := range released {
+		out = r + "; " + out
+	}
 	posted, err := m.dispatchMarker(ctx, repo, id, gating.KindClaim, fence, func() (string, error) {
-		return m.postClaimMarker(ctx, repo, id, fence, false)
+		return m.postDispatchClaimMarker(ctx, repo, id, fence)
 	})
 	if err != nil {
 		return "", fmt.Errorf("dispatch %s to %s: %w", id, login, err)
@@ -268,6 +280,18 @@ func (m *Mirror) releaseDispatch(ctx context.Context, requestID string, repo sto
 		}
 	}
 	out := fmt.Sprintf("dispatch: %s's claim on %s (fence %d) %s (%s)", d.Owner, id, d.Fence, what, why)
+	if d.Forced() || !rel.Released {
+		// A maintenance claim posts no marker, outcome included (CONTRACT.md
+		// §8); a claim that had already ended (taken over under a newer
+		// fence, released elsewhere) gets none of warden's either: a marker
+		// naming the prior claim after a takeover would be the prior
+		// owner's activity, a takeover collision.
+		if _, err := m.Acts.EndDispatch(ctx, repo.ID, id.Number(), d.Fence, store.DispatchReleased, m.now()); err != nil {
+			return "", err
+		}
+		m.Log.Info("dispatch ended without a marker", "forced", d.Forced(), "repo", repo.FullName, "item", id, "owner", d.Owner, "fence", d.Fence, "why", why)
+		return out, nil
+	}
 	posted, err := m.dispatchMarker(ctx, repo, id, gating.KindOutcome, d.Fence, func() (string, error) {
 		c, err := m.callsFor(repo)
 		if err != nil {
@@ -301,6 +325,8 @@ func dispatchEndProse(why string) string {
 		return "the agent's pull request was closed without being merged"
 	case "lease lapsed":
 		return "the claim's lease lapsed with no evidence of work from the agent"
+	case "reassigned":
+		return "the item was assigned to another agent, which takes custody of it"
 	}
 	return why
 }

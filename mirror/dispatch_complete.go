@@ -118,18 +118,11 @@ func (m *Mirror) completeDispatch(ctx context.Context, ev Event, repo store.Repo
 		m.AfterUpdate(ctx, repo, before, it, actor)
 	}
 	out := fmt.Sprintf("dispatch: %s completed by #%d under %s (fence %d)", id, rec.Number, d.Owner, fence)
-	posted, err := m.dispatchMarker(ctx, repo, id, gating.KindOutcome, fence, func() (string, error) {
-		c, err := m.callsFor(repo)
-		if err != nil {
-			return "", err
-		}
-		body := gating.DispatchOutcomeMarker(id, d.Owner, fence, "complete") + "\n" +
-			fmt.Sprintf("warden recorded `state:complete` for `%s`: its pull request #%d merged into `%s`.", d.Login, rec.Number, rec.BaseRef)
-		if _, err := c.createComment(ctx, d.Number, body); err != nil {
-			return "", fmt.Errorf("post the outcome marker on %s#%d: %w", repo.FullName, d.Number, err)
-		}
-		return fmt.Sprintf("outcome marker posted for fence %d", fence), nil
-	})
+	// A maintenance claim (a forced dispatch) posts no marker (CONTRACT.md §8).
+	posted, err := "", error(nil)
+	if !d.Forced() {
+		posted, err = m.completeMarker(ctx, repo, id, d, fence, rec)
+	}
 	if err != nil {
 		return "", err
 	}
@@ -148,4 +141,21 @@ func (m *Mirror) completeDispatch(ctx context.Context, ev Event, repo store.Repo
 	}
 	m.Log.Info("dispatch completed", "repo", repo.FullName, "item", id, "owner", d.Owner, "fence", fence, "pr", rec.Number)
 	return out, nil
+}
+
+// completeMarker posts dispatch d's outcome marker result=complete for
+// fence, unless the trail holds one.
+func (m *Mirror) completeMarker(ctx context.Context, repo store.Repo, id gating.ItemID, d store.Dispatch, fence int64, rec store.PullRecord) (string, error) {
+	return m.dispatchMarker(ctx, repo, id, gating.KindOutcome, fence, func() (string, error) {
+		c, err := m.callsFor(repo)
+		if err != nil {
+			return "", err
+		}
+		body := gating.DispatchOutcomeMarker(id, d.Owner, fence, "complete") + "\n" +
+			fmt.Sprintf("warden recorded `state:complete` for `%s`: its pull request #%d merged into `%s`.", d.Login, rec.Number, rec.BaseRef)
+		if _, err := c.createComment(ctx, d.Number, body); err != nil {
+			return "", fmt.Errorf("post the outcome marker on %s#%d: %w", repo.FullName, d.Number, err)
+		}
+		return fmt.Sprintf("outcome marker posted for fence %d", fence), nil
+	})
 }

@@ -182,6 +182,14 @@ func (m *Mirror) HandleIssueComment(ctx context.Context, ev Event) (string, erro
 	if cmdOut != "" {
 		outcome += "; " + cmdOut
 	}
+	// A mention that summons an agent (dispatch_mention.go).
+	mentionOut, err := m.dispatchMentions(ctx, ev, repo, n, p.Comment.Body, p.Comment.User.Login, p.Comment.User.Type, created)
+	if err != nil {
+		return "", err
+	}
+	if mentionOut != "" {
+		outcome += "; " + mentionOut
+	}
 	settled, err := m.settleItem(ctx, repo, n)
 	if err != nil {
 		return "", err

@@ -32,7 +32,13 @@ type Dispatch struct {
 	Reason     string // refused: the exclusion code or the ledger's reason
 	Detail     string // refused: the agent-dispatch-refused line's detail
 	EndedAt    time.Time
+	// ForcedBy is the human whose /backlog dispatch forced it: a maintenance
+	// claim taken for the agent, readiness skipped (empty: an assignment).
+	ForcedBy string
 }
+
+// Forced reports whether d was forced by a human's /backlog dispatch.
+func (d Dispatch) Forced() bool { return d.ForcedBy != "" }
 
 // Live reports whether d is a granted dispatch that has not ended.
 func (d Dispatch) Live() bool { return d.Outcome == DispatchGranted && d.EndedAt.IsZero() }
@@ -47,9 +53,9 @@ func (a *Acts) RecordDispatch(ctx context.Context, repoID int64, d Dispatch) (Di
 	if err := checkText("dispatch detail", d.Detail, 4000); err != nil {
 		return Dispatch{}, false, fmt.Errorf("record the dispatch of #%d: %w", d.Number, err)
 	}
-	res, err := a.db.Write.ExecContext(ctx, `INSERT INTO dispatches (repo_id, number, delivery, login, owner, fence, assigned_at, outcome, reason, detail, ended_at)
-		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT (repo_id, number, delivery) DO NOTHING`,
-		repoID, d.Number, d.Delivery, d.Login, d.Owner, d.Fence, d.AssignedAt.UnixMilli(), d.Outcome, d.Reason, d.Detail, unixMs(d.EndedAt))
+	res, err := a.db.Write.ExecContext(ctx, `INSERT INTO dispatches (repo_id, number, delivery, login, owner, fence, assigned_at, outcome, reason, detail, ended_at, forced_by)
+		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) ON CONFLICT (repo_id, number, delivery) DO NOTHING`,
+		repoID, d.Number, d.Delivery, d.Login, d.Owner, d.Fence, d.AssignedAt.UnixMilli(), d.Outcome, d.Reason, d.Detail, unixMs(d.EndedAt), d.ForcedBy)
 	if err != nil {
 		return Dispatch{}, false, fmt.Errorf("record the dispatch of #%d: %w", d.Number, err)
 	}
@@ -122,7 +128,7 @@ func (a *Acts) EndDispatch(ctx context.Context, repoID int64, number int, fence 
 }
 
 func (a *Acts) dispatches(ctx context.Context, where string, args ...any) ([]Dispatch, error) {
-	rows, err := a.db.Read.QueryContext(ctx, `SELECT number, delivery, login, owner, fence, assigned_at, outcome, reason, detail, ended_at
+	rows, err := a.db.Read.QueryContext(ctx, `SELECT number, delivery, login, owner, fence, assigned_at, outcome, reason, detail, ended_at, forced_by
 		FROM dispatches `+where+` ORDER BY assigned_at, delivery`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read dispatches: %w", err)
@@ -142,7 +148,7 @@ func (a *Acts) dispatches(ctx context.Context, where string, args ...any) ([]Dis
 func scanDispatch(rows *sql.Rows) (Dispatch, error) {
 	var d Dispatch
 	var assigned, ended int64
-	if err := rows.Scan(&d.Number, &d.Delivery, &d.Login, &d.Owner, &d.Fence, &assigned, &d.Outcome, &d.Reason, &d.Detail, &ended); err != nil {
+	if err := rows.Scan(&d.Number, &d.Delivery, &d.Login, &d.Owner, &d.Fence, &assigned, &d.Outcome, &d.Reason, &d.Detail, &ended, &d.ForcedBy); err != nil {
 		return Dispatch{}, err
 	}
 	d.AssignedAt = msTime(assigned)

@@ -103,6 +103,18 @@ func runDispatchRecords(t *testing.T, d *db.DB) {
 	if f := findings(); len(f[5]) != 1 || f[5][0].Detail != "second" || len(f[4]) != 0 {
 		t.Fatalf("findings %+v, want #5's latest refusal only", f)
 	}
+	// A forced dispatch keeps who forced it.
+	forced := Dispatch{Number: 6, Delivery: "command:77", Login: "Copilot", Owner: "copilot/issue-6", Fence: 1, AssignedAt: t0,
+		Outcome: DispatchGranted, ForcedBy: "alice"}
+	if _, fresh, err := a.RecordDispatch(ctx, repo, forced); err != nil || !fresh {
+		t.Fatalf("the forced dispatch: fresh %v, %v", fresh, err)
+	}
+	if live, err := a.LiveDispatches(ctx, repo, 6); err != nil || len(live) != 1 || !live[0].Forced() || live[0].ForcedBy != "alice" {
+		t.Fatalf("the forced dispatch read back: %+v %v", live, err)
+	}
+	if all, err := a.Dispatches(ctx, repo, 4); err != nil || all[0].Forced() {
+		t.Fatalf("an assignment reads back as forced: %+v %v", all, err)
+	}
 	if _, _, err := a.RecordDispatch(ctx, repo, Dispatch{Number: 5, Login: "x"}); err == nil {
 		t.Fatal("a dispatch without a delivery id was recorded")
 	}

@@ -31,4 +31,8 @@ var dispatchMigrations = []db.Migration{
 	detail TEXT NOT NULL,
 	ended_at BIGINT NOT NULL,
 	PRIMARY KEY (repo_id, number, delivery))`},
+	// forced_by: the login of the human whose /backlog dispatch forced a
+	// granted dispatch (a maintenance claim taken for the agent); '' for
+	// an assignment. Its delivery is "command:<comment id>".
+	{Version: 2, SQL: `ALTER TABLE dispatches ADD COLUMN forced_by TEXT NOT NULL DEFAULT ''`},
 }
