@@ -199,7 +199,15 @@ func benchAPICalls(ctx context.Context, quick bool) ([]Figure, error) {
 		return nil, err
 	}
 	elapsed := time.Since(start)
-	return r.results(elapsed)
+	figs, err := r.results(elapsed)
+	if err != nil {
+		return nil, err
+	}
+	dfigs, err := benchDispatchCalls(ctx, quick)
+	if err != nil {
+		return nil, err
+	}
+	return append(figs, dfigs...), nil
 }
 
 // cast makes the people and agents of the workload.

@@ -34,6 +34,10 @@ type demo struct {
 	token  int64  // its fencing token
 	pr     int    // the pull request delivering pmItem
 	prSHA  string // its head
+
+	dispatchItem  string // the admitted item assigned to GitHub's coding agent
+	dispatchFence int64  // the fence of the claim that assignment took
+	agentPull     int    // the pull request the coding agent opened for it
 }
 
 func (c *cli) demoCmd() *cobra.Command {
@@ -126,7 +130,8 @@ func demoSteps() []demoStep {
 		{"a worker claims the admitted item; a second claimant and an unfenced write are refused", stepClaim},
 		{"the worker renews without a length, then releases", stepRenewRelease},
 	}
-	return append(append(steps, gateSteps()...), prSteps()...)
+	steps = append(append(steps, gateSteps()...), prSteps()...)
+	return append(steps, dispatchSteps()...)
 }
 
 // processed returns warden's record of a delivery.

@@ -36,6 +36,23 @@ func TestDemoBehaves(t *testing.T) {
 	if !strings.Contains(printed, "steps behaved") || strings.Contains(printed, "✗") {
 		t.Fatalf("demo output:\n%s", printed)
 	}
+	// GitHub's agent dispatch (issue 20): each step's outcome as printed.
+	for _, c := range []struct{ step, want string }{
+		{"refused: the assignee removed", "refused (awaiting-admission): assignee removed"},
+		{"refused: the report comment says why", "its report comment says: \"Copilot\" was assigned to issue"},
+		{"refused: what makes it claimable", "To make it claimable: a human with triage or more"},
+		{"refused: the agent's PR fails the check", "check run `backlog` failure, \"issue-8 awaits human admission\""},
+		{"granted: the claim marker", "warden posted the marker on the agent's behalf: <!-- backlog-worker: claim item=issue-10 owner=copilot/issue-10 "},
+		{"granted: the agent's PR", "Copilot opened draft=true PR #11"},
+		{"work: the claim renewed", "pull_request.synchronize"},
+		{"work: the check passes", "PR #11 \"Retry the webhook sender\" draft=false, check run `backlog` success"},
+		{"merged: completed", "issue #10 closed; the item has state:complete and pr:11"},
+		{"merged: the outcome marker", "result=complete -->; the claim released"},
+	} {
+		if !strings.Contains(printed, c.want) {
+			t.Errorf("%s: the demo's output lacks %q", c.step, c.want)
+		}
+	}
 	for _, tok := range []string{"harness-worker-token", "harness-pm-token", "harness-human-token"} {
 		if !strings.Contains(printed, tok) {
 			t.Errorf("the ready-made token %s… is not printed", tok)
