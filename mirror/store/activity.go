@@ -4,34 +4,20 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/wardenhq/warden/gating"
 )
 
-// Activity kinds (Activity.Kind).
+// Activity kinds (gating's).
 const (
-	ActivityPush    = "push"
-	ActivityPull    = "pull"
-	ActivityComment = "comment"
+	ActivityPush    = gating.ActPush
+	ActivityPull    = gating.ActPull
+	ActivityComment = gating.ActComment
 )
 
-// Activity is one act seen on GitHub that may show a claim's holder alive
-// (evidence of work, PROTOCOL.md: "a branch pushed, an issue comment, or a
-// fencing token that has moved") or, after a takeover, its prior holder
-// alive (a collision).
-type Activity struct {
-	Kind    string
-	Login   string // who acted ("" unknown: no holder's act)
-	Branch  string // push: the branch pushed; pull, and a comment on a PR: the PR's head branch (same repository only)
-	BaseRef string // push: the branch at whose head it was created, if any
-	Rewrite string // push: gating.RewriteForced, RewriteDeleted or ""
-	Item    int    // comment: the item commented on (0: not an item)
-	PR      int    // pull: the PR; comment: the PR commented on (0: none)
-	Action  string // pull: the delivery's action
-	At      time.Time
-}
+// Activity is one act seen on GitHub (gating.Act).
+type Activity = gating.Act
 
 // ActivityResult is what RecordActivity made of an act: the claims it was
 // evidence of work for, and the items whose trail logged it (a push
@@ -74,7 +60,7 @@ type liveClaim struct {
 // no evidence.
 func (l *Ledger) RecordActivity(ctx context.Context, repoID int64, act Activity) (ActivityResult, error) {
 	var res ActivityResult
-	if act.Kind == ActivityPush && act.Rewrite == gating.RewriteDeleted {
+	if !act.MayEvidence() {
 		return res, nil
 	}
 	err := l.writeTx(ctx, func(tx *sql.Tx) error {
@@ -88,15 +74,13 @@ func (l *Ledger) RecordActivity(ctx context.Context, repoID int64, act Activity)
 				return fmt.Errorf("pull request #%d: %w", act.PR, err)
 			}
 		}
-		owners := map[string]bool{}
-		for _, c := range claims {
-			if c.holder {
-				owners[c.owner] = true
-			}
+		views := make([]gating.ActClaim, len(claims))
+		for i, c := range claims {
+			views[i] = gating.ActClaim{Item: c.n, Owner: c.owner, Branch: c.branch, Holder: c.holder}
 		}
-		shared := len(owners) > 1
-		for _, c := range claims {
-			kind, detail := activityEvidence(act, c, prHead, shared)
+		shared := gating.SharedLogin(views)
+		for i, c := range claims {
+			kind, detail := gating.ActEvidence(act, views[i], prHead, shared)
 			if kind != "" {
 				ok, err := l.evidenceFor(ctx, tx, repoID, c, act.At, kind, detail)
 				if err != nil {
@@ -122,40 +106,6 @@ func (l *Ledger) RecordActivity(ctx context.Context, repoID int64, act Activity)
 		return ActivityResult{}, err
 	}
 	return res, nil
-}
-
-// activityEvidence is the evidence act is for claim c ("" none).
-func activityEvidence(act Activity, c liveClaim, prHead string, shared bool) (kind, detail string) {
-	by := byLogin(act.Login)
-	switch act.Kind {
-	case ActivityPush:
-		switch {
-		case c.branch != "" && act.Branch == c.branch:
-			return "", "" // RecordPushEvidence's
-		case c.branch != "" && act.BaseRef == c.branch:
-			return EvidencePushDescendant, "a push creating " + quoted(act.Branch) + " at the head of " + quoted(c.branch) + by
-		case c.holder && !shared:
-			return EvidencePushByHolder, "a push to " + quoted(act.Branch) + by + ", which acts for " + quoted(c.owner)
-		}
-	case ActivityPull:
-		switch {
-		case c.branch != "" && act.Branch == c.branch:
-			return EvidencePullRequest, "pull request #" + strconv.Itoa(act.PR) + " from " + quoted(c.branch) + " " + act.Action + by
-		case c.holder && !shared:
-			return EvidencePullRequest, "pull request #" + strconv.Itoa(act.PR) + " " + act.Action + by + ", which acts for " + quoted(c.owner)
-		}
-	case ActivityComment:
-		switch {
-		case !c.holder:
-		case act.Item == c.n:
-			return EvidenceComment, "a comment on the item" + by
-		case act.PR > 0 && c.branch != "" && prHead == c.branch:
-			return EvidencePullRequest, "a comment on pull request #" + strconv.Itoa(act.PR) + " from " + quoted(c.branch) + by
-		case !shared:
-			return EvidenceComment, "a comment elsewhere" + by + ", which acts for " + quoted(c.owner)
-		}
-	}
-	return "", ""
 }
 
 // evidenceFor records evidence for claim c, re-read under the item's lock
@@ -325,15 +275,4 @@ func eachRow(ctx context.Context, q Querier, query string, args []any, scan func
 		}
 	}
 	return rows.Err()
-}
-
-// quoted is a branch or login as the evidence line shows it.
-func quoted(s string) string { return strconv.Quote(s) }
-
-// byLogin is " by <login>" ("" when unknown).
-func byLogin(login string) string {
-	if login == "" {
-		return ""
-	}
-	return " by " + quoted(login)
 }

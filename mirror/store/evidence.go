@@ -152,7 +152,7 @@ func (l *Ledger) RecordPushEvidence(ctx context.Context, repoID int64, branch st
 			if !ok {
 				continue
 			}
-			if err := recordEvidence(ctx, tx, repoID, n, it.Fence.Token, ms, EvidencePush, "a push to "+quoted(branch)+byLogin(login)); err != nil {
+			if err := recordEvidence(ctx, tx, repoID, n, it.Fence.Token, ms, EvidencePush, gating.PushEvidenceDetail(branch, login)); err != nil {
 				return err
 			}
 			out = append(out, PushEvidence{Item: it.ID, Fence: it.Fence.Token, Owner: it.Grant.Owner})
