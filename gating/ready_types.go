@@ -188,3 +188,13 @@ type Result struct {
 	// (unrouted-region).
 	Alarms []string `json:"alarms"`
 }
+
+// Candidate is the snapshot's candidate for item id, if it has one.
+func (s *Snapshot) Candidate(id ItemID) (*Candidate, bool) {
+	for i := range s.Items {
+		if s.Items[i].Item != nil && s.Items[i].Item.ID == id {
+			return &s.Items[i], true
+		}
+	}
+	return nil, false
+}

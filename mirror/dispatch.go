@@ -215,8 +215,8 @@ func (m *Mirror) dispatchDry(ctx context.Context, repo store.Repo, n int, login,
 		return "", fmt.Errorf("dispatch %s to %s (dry run): %w", id, login, err)
 	}
 	code := ""
-	if it := rs.Items[id]; it != nil && it.Grant != nil && it.Grant.Owner != owner && it.Grant.ReleasedAt == nil && it.Grant.LeaseExpiresAt.After(m.now()) {
-		code = gating.ExHeld
+	if c, ok := rs.Snapshot.Candidate(id); ok && c.Claim.Owner != owner && gating.ClaimStateOf(c.Claim, m.now(), rs.Snapshot.Quarantine) == gating.StateHeld {
+		code = gating.ExHeld // what the ledger answers contended
 	} else if ok, ex := gating.Claimable(rs.Snapshot, id, owner); !ok {
 		code = gating.DispatchRefusalReason(store.ReasonNotReady, ex.Reason)
 	}

@@ -386,3 +386,44 @@ func TestE2EDispatchLapsedReleased(t *testing.T) {
 		t.Errorf("a second timer pass posted again: %d outcome markers", len(ms))
 	}
 }
+
+// TestE2EDispatchDryRun: under dry_run an assignment is neither claimed nor
+// undone: the agent stays assigned, no claim is taken, no marker or report
+// is posted, whether the item is claimable, awaiting admission or held by a
+// worker.
+func TestE2EDispatchDryRun(t *testing.T) {
+	t.Parallel()
+	x := newE2E(t)
+	free := x.create(t, HumanToken, "Cache the schema", []string{"priority:P1"})
+	held := x.create(t, HumanToken, "Rotate the logs", []string{"priority:P1"})
+	gated := x.openWithLabelsAs(t, "bob", "read", "Speed up the exporter", lblItem)
+	x.MustSettle(t)
+	x.claimFor(t, WorkerToken, held, "worker-7/a", 600)
+	x.pushSettings(t, x.Person("hana", "write"), "main", "dry_run: true\n")
+	x.MustSettle(t)
+	maria := x.Person("maria", "maintain")
+	for _, n := range []int{num(t, free), num(t, held), gated} {
+		before := len(x.comments(n))
+		reqs, by := x.allRequests(t, func() {
+			if _, err := maria.Assign(x.Repo, n, ghsim.CodingAgentLogin); err != nil {
+				t.Fatal(err)
+			}
+			x.MustSettle(t)
+		})
+		if as := x.assignees(n); len(as) != 1 {
+			t.Errorf("#%d: assignees %v under dry run, want the agent left assigned", n, as)
+		}
+		if got := by["DELETE /repos/{owner}/{repo}/issues/{issue_number}/assignees"] + by["POST /repos/{owner}/{repo}/issues/{issue_number}/comments"]; got != 0 {
+			t.Errorf("#%d: %d writes under dry run (%d requests: %v)", n, got, reqs, by)
+		}
+		if after := len(x.comments(n)); after != before {
+			t.Errorf("#%d: %d comments posted under dry run", n, after-before)
+		}
+	}
+	if st := x.status(t, free); st.Claimed {
+		t.Errorf("%s claimed under dry run: %+v", free, st)
+	}
+	if st := x.status(t, held); st.Owner == nil || *st.Owner != "worker-7/a" {
+		t.Errorf("%s's claim changed under dry run: %+v", held, st)
+	}
+}
